@@ -1,0 +1,48 @@
+# The two-command contract: `make run` and `make test` set everything up on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+CONFIG ?= examples/quickstart.yaml
+
+.PHONY: run test test-fast lint bench clean
+
+$(VENV)/.installed-base: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[test]'
+	touch $(VENV)/.installed-base $@
+
+$(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-test
+	$(PIP) install -q -e '.[test,bench]'
+	touch $@
+
+# Node packages for the tests (Node 22 for the conformance suite, server-everything upstream).
+node_modules/.installed: package.json
+	npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
+run: $(VENV)/.installed-base
+	$(VENV)/bin/mcp-gateway serve --config $(CONFIG)
+
+test: $(VENV)/.installed-test node_modules/.installed
+	$(PY) -m pytest -q
+
+test-fast: $(VENV)/.installed-test
+	$(PY) -m pytest -q -x -m "not slow"
+
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check gateway connectors tests bench
+	$(VENV)/bin/mypy gateway/protocol gateway/policy
+
+bench: $(VENV)/.installed-bench node_modules/.installed
+	for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) node_modules

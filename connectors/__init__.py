@@ -1,0 +1,1 @@
+"""Connectors: one package per backend kind, each implementing connectors.base.Connector."""

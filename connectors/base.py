@@ -1,0 +1,188 @@
+"""The connector contract and the component specs connectors expose.
+
+A connector owns one backend. The gateway constructs it with its validated config, calls
+:meth:`Connector.start` with a :class:`ConnectorEvents` sink, reads its components through the
+``tools()``/``resources()``/``resource_templates()``/``prompts()`` accessors (local names; cheap,
+called on every catalog rebuild, so return cached sequences) and routes calls to it.
+
+Rules every connector follows:
+
+* Wire data stays as dicts: a spec's ``definition`` is the MCP wire object (``Tool``, ``Resource``,
+  ``ResourceTemplate``, ``Prompt``) with the *local* name; the catalog rewrites names only.
+  Unknown fields (``_meta``, ``annotations``, ``icons``, ``outputSchema`` ...) pass through.
+* Call results are MCP wire result dicts (``CallToolResult``, ``ReadResourceResult``,
+  ``GetPromptResult``, ``CompleteResult``).
+* A backend failure during a tool run raises :class:`ToolExecutionError` (becomes ``isError``);
+  bad arguments raise ``InvalidParams`` (or ``ToolExecutionError`` where a model should retry);
+  an unknown name raises ``InvalidParams``/``ResourceNotFound``; a backend that is down raises
+  ``BackendUnavailable``. A connector never builds JSON-RPC error objects itself and never knows
+  about other connectors.
+* Changes are reported through ``events``: the catalog rebuilds and tells every session.
+"""
+
+from __future__ import annotations
+
+import abc
+from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from gateway.protocol.errors import InvalidParams, MethodNotFound, ResourceNotFound
+
+if TYPE_CHECKING:
+    from gateway.config import ConnectorConfig
+    from gateway.context import CallContext
+
+__all__ = [
+    "ToolSpec",
+    "ResourceSpec",
+    "ResourceTemplateSpec",
+    "PromptSpec",
+    "Health",
+    "ConnectorEvents",
+    "Connector",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool under its local name; ``definition`` is the wire ``Tool`` (name = local name)."""
+
+    name: str
+    definition: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    """A concrete resource; ``uri`` is the connector's own URI, ``definition`` the wire ``Resource``."""
+
+    uri: str
+    name: str
+    definition: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceTemplateSpec:
+    """A resource template; ``definition`` is the wire ``ResourceTemplate``."""
+
+    uri_template: str
+    name: str
+    definition: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSpec:
+    """A prompt under its local name; ``definition`` is the wire ``Prompt``."""
+
+    name: str
+    definition: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """A connector's health, as shown by /readyz and the ``connector_up`` metric."""
+
+    up: bool
+    detail: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ConnectorEvents(Protocol):
+    """How a connector tells the gateway that something happened. All methods are cheap and
+    non-blocking except :meth:`client_request`, which awaits the downstream client's answer."""
+
+    def components_changed(self) -> None:
+        """Tools, resources, templates or prompts changed: the catalog re-reads them and every
+        session receives the matching ``notifications/*/list_changed``."""
+
+    def resource_updated(self, uri: str) -> None:
+        """The resource with this *local* URI changed: subscribed sessions are notified."""
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """A log message for every session whose log level admits it (``notifications/message``)."""
+
+    def health_changed(self, health: Health) -> None:
+        """The connector went up or down (readiness, metrics, reconnect counters)."""
+
+
+class Connector(abc.ABC):
+    """Base class of every connector. Subclasses set ``kind`` and ``config_model``."""
+
+    kind: ClassVar[str]
+    # The pydantic model validating this kind's entry under ``connectors:`` (a ConnectorConfig).
+    config_model: ClassVar[type[ConnectorConfig]]
+
+    def __init__(self, config: ConnectorConfig, base_dir: Path = Path(".")) -> None:
+        """``base_dir`` is the config file's folder: relative paths in ``config`` resolve there."""
+        self.config = config
+        self.name: str = config.name
+        self.base_dir = Path(base_dir)
+        self.events: ConnectorEvents | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def start(self, events: ConnectorEvents) -> None:
+        """Load, introspect or connect. Raising here fails this connector, not the gateway."""
+
+    async def stop(self) -> None:
+        """Release every resource (sessions, pools, processes). Must be idempotent."""
+
+    def health(self) -> Health:
+        return Health(True)
+
+    def capabilities(self) -> set[str]:
+        """Which server capabilities this connector may ever serve (even if it has none now):
+        a subset of ``{"tools", "resources", "prompts", "completions", "subscribe"}``."""
+        caps = set()
+        if self.tools():
+            caps.add("tools")
+        if self.resources() or self.resource_templates():
+            caps.add("resources")
+        if self.prompts():
+            caps.add("prompts")
+        return caps
+
+    # -- components (local names) ----------------------------------------------------------
+    def tools(self) -> Sequence[ToolSpec]:
+        return ()
+
+    def resources(self) -> Sequence[ResourceSpec]:
+        return ()
+
+    def resource_templates(self) -> Sequence[ResourceTemplateSpec]:
+        return ()
+
+    def prompts(self) -> Sequence[PromptSpec]:
+        return ()
+
+    def owns_uri(self, uri: str) -> bool:
+        """Whether a URI that is not in ``resources()`` is still served here (template matches,
+        dynamic resources). The catalog asks only when no listed resource has the URI."""
+        return False
+
+    # -- calls (local names, CallContext from the dispatcher) -------------------------------
+    async def call_tool(self, name: str, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        raise InvalidParams(f"Unknown tool: {name}")
+
+    async def read_resource(self, uri: str, ctx: CallContext) -> dict[str, Any]:
+        raise ResourceNotFound(uri)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str], ctx: CallContext) -> dict[str, Any]:
+        raise InvalidParams(f"Unknown prompt: {name}")
+
+    async def complete(self, ref: dict[str, Any], argument: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        """``ref`` is the wire ref with the *local* name or URI; returns a ``CompleteResult``."""
+        return {"completion": {"values": [], "hasMore": False}}
+
+    async def subscribe(self, uri: str, ctx: CallContext) -> None:
+        """Start watching a local URI; changes are reported through ``events.resource_updated``."""
+
+    async def unsubscribe(self, uri: str, ctx: CallContext) -> None:
+        """Stop watching (called when no session is subscribed to ``uri`` any more)."""
+
+    async def session_closed(self, session_id: str) -> None:
+        """A downstream session ended (per-client upstream sessions are released here)."""
+
+    def method_not_supported(self, method: str) -> MethodNotFound:
+        return MethodNotFound(f"Method not found: {method} is not supported by connector {self.name}")

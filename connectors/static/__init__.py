@@ -1,0 +1,1 @@
+"""Static connector: prompts and resources declared in the config file."""

@@ -1,0 +1,273 @@
+"""The catalog: one namespaced, sorted, paginated view over every connector's components.
+
+Public names are ``{prefix}{local}`` (see :mod:`gateway.protocol.names`); resource URIs stay as
+the connector wrote them unless two connectors serve the same URI, in which case each is exposed as
+``{connector}+{uri}``. A name collision is a start-up error naming both sources; after start-up (an
+upstream that grows a clashing tool) the first connector in config order keeps the name and the
+clash is logged, because refusing to serve would punish every other connector.
+
+The catalog is rebuilt whenever a connector reports a change; each rebuild produces immutable
+:class:`Snapshot` objects that requests read without locks. Listings are keyset-paginated over the
+sorted public keys with signed cursors, so a cursor stays valid across rebuilds.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gateway.protocol.cursors import CursorCodec
+from gateway.protocol.errors import ConfigError, InvalidParams, ResourceNotFound
+from gateway.protocol.names import public_name
+
+if TYPE_CHECKING:
+    from connectors.base import Connector
+    from gateway.context import CallContext
+
+__all__ = ["Entry", "Snapshot", "Catalog", "LISTINGS", "template_matches"]
+
+log = logging.getLogger("gateway.catalog")
+
+# listing method → (result key, visibility kind)
+LISTINGS: dict[str, tuple[str, str]] = {
+    "tools/list": ("tools", "tool"),
+    "resources/list": ("resources", "resource"),
+    "resources/templates/list": ("resourceTemplates", "resource_template"),
+    "prompts/list": ("prompts", "prompt"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One public component: its public key, owner, local key and public wire object."""
+
+    key: str  # public name (tools, prompts) or public URI / URI template (resources, templates)
+    name: str  # public name (for resources and templates: the prefixed ``name`` field)
+    connector: Connector
+    local: str
+    wire: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """An immutable sorted view of one listing."""
+
+    keys: tuple[str, ...]
+    entries: tuple[Entry, ...]
+    by_key: dict[str, Entry]
+
+    @classmethod
+    def build(cls, entries: Iterable[Entry]) -> Snapshot:
+        ordered = sorted(entries, key=lambda e: e.key)
+        return cls(tuple(e.key for e in ordered), tuple(ordered), {e.key: e for e in ordered})
+
+
+_EMPTY = Snapshot((), (), {})
+_TEMPLATE_VAR = re.compile(r"\{[^}]*\}")
+
+
+def template_matches(template: str, uri: str) -> bool:
+    """RFC 6570 level-1 match: literal parts equal, each ``{var}`` matches one or more characters
+    (``{+var}``/``{/var*}``-style expressions may also span slashes)."""
+    pattern = ""
+    pos = 0
+    for m in _TEMPLATE_VAR.finditer(template):
+        pattern += re.escape(template[pos:m.start()])
+        expr = m.group(0)[1:-1]
+        pattern += ".+" if expr[:1] in "+#/" or expr.endswith("*") else "[^/]+"
+        pos = m.end()
+    pattern += re.escape(template[pos:])
+    return re.fullmatch(pattern, uri) is not None
+
+
+class Catalog:
+    """Aggregates connectors; answers listings and resolves public names to connectors."""
+
+    def __init__(self, page_size: int, codec: CursorCodec) -> None:
+        self.page_size = page_size
+        self.codec = codec
+        self.connectors: dict[str, Connector] = {}
+        self.prefixes: dict[str, str] = {}
+        self._snapshots: dict[str, Snapshot] = {key: _EMPTY for key, _ in LISTINGS.values()}
+        self._uri_aliases: dict[str, str] = {}  # public URI → (connector's) local URI when namespaced
+
+    # -- building ----------------------------------------------------------------------------
+    def set_connectors(self, connectors: Sequence[tuple[Connector, str]]) -> None:
+        """(connector, public prefix) in config order; call :meth:`rebuild` afterwards."""
+        self.connectors = {c.name: c for c, _ in connectors}
+        self.prefixes = {c.name: prefix for c, prefix in connectors}
+
+    def rebuild(self, strict: bool = False) -> set[str]:
+        """Re-read every connector; returns the listings whose content changed.
+
+        ``strict`` (start-up): a name collision raises ConfigError naming both sources.
+        """
+        tools: dict[str, Entry] = {}
+        prompts: dict[str, Entry] = {}
+        resources: list[tuple[Connector, Any]] = []
+        templates: list[tuple[Connector, Any]] = []
+        for connector in self.connectors.values():
+            if not connector.health().up:
+                continue  # a connector that is down contributes nothing until it recovers
+            prefix = self.prefixes[connector.name]
+            for spec in connector.tools():
+                self._add(tools, "tool", public_name(prefix, spec.name), connector, spec.name, spec.definition, strict)
+            for spec in connector.prompts():
+                self._add(prompts, "prompt", public_name(prefix, spec.name), connector, spec.name, spec.definition, strict)
+            resources.extend((connector, spec) for spec in connector.resources())
+            templates.extend((connector, spec) for spec in connector.resource_templates())
+
+        res_entries, aliases = self._namespace_uris(resources, "uri", "uri")
+        tpl_entries, tpl_aliases = self._namespace_uris(templates, "uri_template", "uriTemplate")
+        new = {
+            "tools": Snapshot.build(tools.values()),
+            "prompts": Snapshot.build(prompts.values()),
+            "resources": Snapshot.build(res_entries),
+            "resourceTemplates": Snapshot.build(tpl_entries),
+        }
+        changed = {k for k, snap in new.items() if [e.wire for e in snap.entries] != [e.wire for e in self._snapshots[k].entries]}
+        self._snapshots = new
+        self._uri_aliases = aliases | tpl_aliases
+        return changed
+
+    def _add(self, into: dict[str, Entry], kind: str, public: str, connector: Connector, local: str,
+             definition: dict[str, Any], strict: bool) -> None:
+        other = into.get(public)
+        if other is not None:
+            message = (f"{kind} name collision: {public!r} comes from connector {other.connector.name!r} "
+                       f"({other.local!r}) and from connector {connector.name!r} ({local!r}); set a prefix")
+            if strict:
+                raise ConfigError(message, f"connectors[{connector.name}].prefix")
+            log.error("%s; keeping the one from %s", message, other.connector.name)
+            return
+        wire = dict(definition)
+        wire["name"] = public
+        into[public] = Entry(public, public, connector, local, wire)
+
+    def _namespace_uris(self, specs: list[tuple[Connector, Any]], attr: str, wire_key: str
+                        ) -> tuple[list[Entry], dict[str, str]]:
+        owners: dict[str, set[str]] = {}
+        for connector, spec in specs:
+            owners.setdefault(getattr(spec, attr), set()).add(connector.name)
+        entries: list[Entry] = []
+        aliases: dict[str, str] = {}
+        seen: set[str] = set()
+        for connector, spec in specs:
+            local = getattr(spec, attr)
+            public = local if len(owners[local]) == 1 else f"{connector.name}+{local}"
+            if public in seen:
+                continue  # the same connector listed the same URI twice
+            seen.add(public)
+            if public != local:
+                aliases[public] = local
+            wire = dict(spec.definition)
+            wire[wire_key] = public
+            name = public_name(self.prefixes[connector.name], spec.name)
+            wire["name"] = name
+            entries.append(Entry(public, name, connector, local, wire))
+        return entries, aliases
+
+    # -- reading ------------------------------------------------------------------------------
+    def snapshot(self, key: str) -> Snapshot:
+        return self._snapshots[key]
+
+    def counts(self) -> dict[str, int]:
+        return {k: len(s.keys) for k, s in self._snapshots.items()}
+
+    def list_page(self, method: str, cursor: object, ctx: CallContext | None = None) -> dict[str, Any]:
+        """One page of a listing, after the cursor's key, hiding what ``ctx.visible`` refuses."""
+        result_key, kind = LISTINGS[method]
+        snap = self._snapshots[result_key]
+        start = 0
+        if cursor is not None:
+            last = self.codec.decode(method, cursor)
+            start = bisect.bisect_right(snap.keys, last)
+        visible: Callable[[str, str], bool] | None = ctx.visible if ctx is not None else None
+        items: list[dict[str, Any]] = []
+        i = start
+        n = len(snap.entries)
+        while i < n and len(items) < self.page_size:
+            entry = snap.entries[i]
+            if visible is None or visible(kind, entry.name):
+                items.append(entry.wire)
+            i += 1
+        result: dict[str, Any] = {result_key: items}
+        if i < n and items:
+            result["nextCursor"] = self.codec.encode(method, snap.keys[i - 1])
+        return result
+
+    def tool(self, name: str) -> Entry:
+        entry = self._snapshots["tools"].by_key.get(name)
+        if entry is None:
+            raise InvalidParams(f"Unknown tool: {name}", {"name": name})
+        return entry
+
+    def prompt(self, name: str) -> Entry:
+        entry = self._snapshots["prompts"].by_key.get(name)
+        if entry is None:
+            raise InvalidParams(f"Unknown prompt: {name}", {"name": name})
+        return entry
+
+    def resource_owner(self, uri: str) -> tuple[Connector, str, str]:
+        """(connector, local URI, public name) for a public URI; ResourceNotFound otherwise.
+
+        Order: a listed resource, a namespaced ``{connector}+`` URI, a template match, then a
+        connector that claims the URI through ``owns_uri`` (dynamic resources).
+        """
+        entry = self._snapshots["resources"].by_key.get(uri)
+        if entry is not None:
+            return entry.connector, entry.local, entry.name
+        head, sep, rest = uri.partition("+")
+        if sep and head in self.connectors and self.connectors[head].health().up:
+            connector = self.connectors[head]
+            return connector, rest, self._template_name(connector, rest) or uri
+        for tpl in self._snapshots["resourceTemplates"].entries:
+            if template_matches(tpl.key, uri):
+                local = uri if tpl.key == tpl.local else uri.partition("+")[2]
+                return tpl.connector, local, tpl.name
+        for connector in self.connectors.values():
+            if connector.health().up and connector.owns_uri(uri):
+                return connector, uri, self._template_name(connector, uri) or uri
+        raise ResourceNotFound(uri)
+
+    def _template_name(self, connector: Connector, local_uri: str) -> str | None:
+        for tpl in self._snapshots["resourceTemplates"].entries:
+            if tpl.connector is connector and template_matches(tpl.local, local_uri):
+                return tpl.name
+        return None
+
+    def public_uri(self, connector_name: str, local_uri: str) -> str:
+        """The URI clients know for a connector's local URI (for resources/updated)."""
+        namespaced = f"{connector_name}+{local_uri}"
+        if namespaced in self._uri_aliases:
+            return namespaced
+        return local_uri
+
+    def access_name(self, kind: str, target: str) -> str:
+        """The public name access rules match for a call's target (a URI for resource reads)."""
+        if kind in ("tool", "prompt"):
+            return target
+        try:
+            return self.resource_owner(target)[2]
+        except ResourceNotFound:
+            return target
+
+    def capabilities(self) -> dict[str, Any]:
+        """Server capabilities from what the connectors can serve (not only what they hold now)."""
+        kinds: set[str] = set()
+        for connector in self.connectors.values():
+            kinds |= connector.capabilities()
+        caps: dict[str, Any] = {"logging": {}}
+        if "tools" in kinds:
+            caps["tools"] = {"listChanged": True}
+        if "resources" in kinds or "subscribe" in kinds:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if "prompts" in kinds:
+            caps["prompts"] = {"listChanged": True}
+        if "completions" in kinds or "prompts" in kinds or "resources" in kinds:
+            caps["completions"] = {}
+        return caps

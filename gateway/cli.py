@@ -1,0 +1,195 @@
+"""Command line: the only module that parses argv.
+
+    mcp-gateway serve --config F [--host H] [--port P]   HTTP transports (Streamable HTTP, SSE)
+    mcp-gateway stdio --config F                          one session on stdin/stdout
+    mcp-gateway validate F                                exit 0, or the precise error and exit 2
+    mcp-gateway list F [--json]                           the catalog, as */list would send it
+    mcp-gateway audit query --config F ...                the audit log (gateway.audit.query_cli)
+
+``serve`` handles SIGTERM (drain, then stop: readiness turns false at once) and SIGHUP (reload the
+config file; an invalid file is refused and the old config keeps serving).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib
+import importlib.util
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from gateway.config import GatewayConfig, load_config
+from gateway.protocol.errors import ConfigError
+
+__all__ = ["main"]
+
+log = logging.getLogger("gateway.cli")
+
+
+def _configure_logging(config: GatewayConfig | None) -> None:
+    if importlib.util.find_spec("gateway.telemetry.logging") is not None and config is not None:
+        importlib.import_module("gateway.telemetry.logging").configure(config)
+        return
+    level = (config.gateway.log_level if config else "info").upper()
+    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _load(path: str) -> GatewayConfig:
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        print(f"{path}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _setup_tracing(config: GatewayConfig) -> None:
+    if importlib.util.find_spec("gateway.telemetry.tracing") is not None:
+        setup = getattr(importlib.import_module("gateway.telemetry.tracing"), "configure", None)
+        if setup is not None:
+            setup(config)
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from gateway.app import Gateway
+    from gateway.transports.http_app import build_app
+
+    config = _load(args.config)
+    http = config.gateway.http
+    host = args.host or http.host
+    port = http.port if args.port is None else args.port
+    if args.host or args.port is not None:
+        config = config.model_copy(update={"gateway": config.gateway.model_copy(
+            update={"http": http.model_copy(update={"host": host, "port": port})})})
+    _configure_logging(config)
+    _setup_tracing(config)
+    gateway = Gateway(config)
+    await gateway.start()
+    app = build_app(gateway)
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=config.gateway.shutdown_grace_s)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    bound = runner.addresses[0][1] if runner.addresses else port
+    log.info("serving MCP on http://%s:%s/mcp (Streamable HTTP) and /sse (legacy SSE)", host, bound)
+    print(f"mcp-gateway listening on http://{host}:{bound}/mcp", file=sys.stderr, flush=True)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    async def reload() -> None:
+        try:
+            new = load_config(args.config)
+            if args.host or args.port is not None:
+                new = new.model_copy(update={"gateway": new.gateway.model_copy(update={"http": config.gateway.http})})
+            await gateway.reload(new)
+        except ConfigError as exc:
+            log.error("config reload refused, keeping the running config: %s", exc)
+        except Exception:
+            log.exception("config reload failed, keeping the running config")
+
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, lambda: gateway.spawn(reload()))
+    await stop.wait()
+    log.info("shutting down: draining in-flight requests (grace %.1fs)", config.gateway.shutdown_grace_s)
+    await gateway.drain()
+    await runner.shutdown()
+    await gateway.stop(grace_s=0)
+    await runner.cleanup()
+    return 0
+
+
+async def _stdio(args: argparse.Namespace) -> int:
+    from gateway.app import Gateway
+    from gateway.transports.stdio import serve_stdio
+
+    config = _load(args.config)
+    _configure_logging(config)
+    _setup_tracing(config)
+    gateway = Gateway(config)
+    await gateway.start()
+    try:
+        await serve_stdio(gateway)
+    finally:
+        await gateway.stop(grace_s=0)
+    return 0
+
+
+async def _list(args: argparse.Namespace) -> int:
+    from gateway.app import Gateway
+
+    config = _load(args.file)
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    gateway = Gateway(config)
+    await gateway.start(serving=False)
+    try:
+        listing: dict[str, list[dict[str, Any]]] = {}
+        for key in ("tools", "resources", "resourceTemplates", "prompts"):
+            listing[key] = [e.wire for e in gateway.catalog.snapshot(key).entries]
+        if args.json:
+            print(json.dumps(listing, indent=2, ensure_ascii=False))
+        else:
+            for key, items in listing.items():
+                print(f"{key} ({len(items)}):")
+                for item in items:
+                    label = item.get("uri") or item.get("uriTemplate") or item["name"]
+                    extra = f"  [{item['name']}]" if label != item["name"] else ""
+                    desc = (item.get("description") or "").splitlines()[0:1]
+                    print(f"  {label}{extra}" + (f"  - {desc[0][:80]}" if desc else ""))
+        for name, detail in gateway.failed.items():
+            print(f"connector {name} failed to start: {detail}", file=sys.stderr)
+    finally:
+        await gateway.stop(grace_s=0)
+    return 1 if gateway.failed else 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    _load(args.file)
+    print(f"{args.file}: OK")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mcp-gateway", description="Serve many backends as one MCP server.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve over Streamable HTTP and legacy SSE")
+    serve.add_argument("--config", required=True)
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    stdio = sub.add_parser("stdio", help="serve one session over stdin/stdout")
+    stdio.add_argument("--config", required=True)
+    validate = sub.add_parser("validate", help="validate a config file")
+    validate.add_argument("file")
+    listing = sub.add_parser("list", help="print the catalog of a config")
+    listing.add_argument("file")
+    listing.add_argument("--json", action="store_true")
+    sub.add_parser("audit", help="query the audit log (mcp-gateway audit query --help)", add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["audit"]:
+        if importlib.util.find_spec("gateway.audit.query_cli") is None:
+            print("audit commands are not available in this build", file=sys.stderr)
+            return 2
+        return int(importlib.import_module("gateway.audit.query_cli").main(argv[1:]))
+    args = _parser().parse_args(argv)
+    if args.command == "validate":
+        return _validate(args)
+    runner = {"serve": _serve, "stdio": _stdio, "list": _list}[args.command]
+    with contextlib.suppress(KeyboardInterrupt):
+        return asyncio.run(runner(args))
+    return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,337 @@
+"""gateway.yaml → typed, validated, frozen configuration.
+
+Loading is three steps: YAML is composed into nodes (so every value's line is known), ``${ENV}`` and
+``${ENV:-default}`` are interpolated inside string values, and pydantic validates the result.
+Each connector entry is validated by the model of its own ``type`` (``Connector.config_model``,
+found through :mod:`connectors.registry`). Every problem is reported as
+``connectors[2].spec (line 14): message``; :class:`ConfigError` carries all of them.
+
+Models are frozen, so ``==`` between two loads tells hot reload which connectors changed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gateway.protocol.errors import ConfigError
+
+__all__ = [
+    "Model",
+    "HttpConfig",
+    "GatewaySection",
+    "ConnectorConfig",
+    "ApiKeyConfig",
+    "JwtConfig",
+    "AuthConfig",
+    "AccessRule",
+    "RateLimitRule",
+    "RateLimitConfig",
+    "AuditConfig",
+    "TelemetryConfig",
+    "GatewayConfig",
+    "load_config",
+    "parse_config",
+    "interpolate",
+]
+
+NAME_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"
+
+
+class Model(BaseModel):
+    """Base of every config model: unknown keys are errors, values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HttpConfig(Model):
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+    # Origins allowed besides the loopback ones (DNS-rebinding protection); "*" allows any.
+    allowed_origins: tuple[str, ...] = ()
+    # Host header values allowed besides loopback ones when bound to loopback; "*" allows any.
+    allowed_hosts: tuple[str, ...] = ()
+    # Answer every POST with one JSON body, never with an SSE stream (for simple proxies).
+    json_response: bool = False
+    max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)
+
+
+class GatewaySection(Model):
+    name: str = "mcp-gateway"
+    version: str = "0.1.0"
+    instructions: str | None = None
+    page_size: int = Field(50, ge=1, le=10_000)
+    http: HttpConfig = HttpConfig()
+    # Shared by replicas so that any of them accepts a cursor another one issued.
+    cursor_secret: str | None = None
+    request_timeout_s: float = Field(60.0, gt=0)
+    session_idle_timeout_s: float = Field(3600.0, gt=0)
+    shutdown_grace_s: float = Field(20.0, ge=0)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["json", "text"] = "json"
+
+
+class ConnectorConfig(Model):
+    """Fields every connector entry has; each kind's model subclasses this one."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    type: str
+    # Public names are prefix + local name; None means "{name}_", "" means no prefix.
+    prefix: str | None = None
+    timeout_s: float | None = Field(None, gt=0)
+    max_concurrency: int | None = Field(None, ge=1)
+
+    @property
+    def public_prefix(self) -> str:
+        return f"{self.name}_" if self.prefix is None else self.prefix
+
+
+class ApiKeyConfig(Model):
+    name: str
+    key_sha256: str | None = None
+    key: str | None = None
+    key_file: str | None = None
+    groups: tuple[str, ...] = ()
+
+
+class JwtConfig(Model):
+    jwks_url: str
+    issuer: str | None = None
+    audience: str | None = None
+    algorithms: tuple[str, ...] = ("RS256", "ES256")
+    principal_claim: str = "sub"
+    groups_claim: str | None = None
+    leeway_s: float = 30.0
+    jwks_cache_s: float = 300.0
+    # Unknown kid (key rotation) forces a refetch, but no more often than this.
+    jwks_min_refresh_s: float = Field(10.0, ge=0)
+
+
+class AuthConfig(Model):
+    api_keys: tuple[ApiKeyConfig, ...] = ()
+    jwt: JwtConfig | None = None
+    stdio_principal: str = "local"
+    # OAuth 2.0 protected-resource metadata (RFC 9728) served at /.well-known/oauth-protected-resource.
+    resource: str | None = None
+    authorization_servers: tuple[str, ...] = ()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.api_keys) or self.jwt is not None
+
+
+class AccessRule(Model):
+    principals: tuple[str, ...]
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+
+class RateLimitRule(Model):
+    scope: Literal["principal", "tool", "connector", "global"]
+    match: str = "*"
+    rate: str  # "10/s", "600/min", "1000/h"
+    burst: int | None = Field(None, ge=1)
+
+    @field_validator("rate")
+    @classmethod
+    def _rate_format(cls, value: str) -> str:
+        if not re.fullmatch(r"\s*\d+(\.\d+)?\s*/\s*(s|sec|second|m|min|minute|h|hour)\s*", value):
+            raise ValueError("rate must look like 10/s, 600/min or 1000/h")
+        return value
+
+
+class RateLimitConfig(Model):
+    backend: str = "memory"  # memory | redis://host:port/db
+    on_backend_error: Literal["open", "closed"] = "open"
+    rules: tuple[RateLimitRule, ...] = ()
+
+
+class AuditConfig(Model):
+    enabled: bool = True
+    store: str = "sqlite:///./audit.db"
+    redact: tuple[str, ...] = ("password", "token", "secret", "authorization", "api_key")
+    jsonl: str | None = None  # stdout | a file path
+    retention_days: int = Field(90, ge=1)
+    queue_size: int = Field(100_000, ge=100)
+    batch_size: int = Field(500, ge=1)
+    flush_interval_s: float = Field(0.2, gt=0)
+    spill_path: str = "./audit.spill.jsonl"
+
+
+class TelemetryConfig(Model):
+    metrics: bool = True
+    metrics_port: int | None = Field(None, ge=0, le=65535)
+    otlp_endpoint: str | None = None
+    service_name: str = "mcp-gateway"
+    trace_sample_ratio: float = Field(1.0, ge=0, le=1)
+
+
+class GatewayConfig(Model):
+    gateway: GatewaySection = GatewaySection()
+    connectors: tuple[ConnectorConfig, ...] = ()
+    auth: AuthConfig = AuthConfig()
+    access: tuple[AccessRule, ...] = ()
+    rate_limits: RateLimitConfig = RateLimitConfig()
+    audit: AuditConfig = AuditConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
+    # Where the file was read from; relative paths in connector configs resolve against it.
+    base_dir: str = "."
+
+    def connector(self, name: str) -> ConnectorConfig | None:
+        return next((c for c in self.connectors if c.name == name), None)
+
+
+# -- YAML with line numbers ---------------------------------------------------------------------
+
+PathKey = tuple[str | int, ...]
+
+
+def _lines(node: yaml.Node, path: PathKey, out: dict[PathKey, int]) -> None:
+    out[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+            out[path + (key,)] = key_node.start_mark.line + 1
+            _lines(value_node, path + (key,), out)
+            out[path + (key,)] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _lines(item, path + (i,), out)
+
+
+def _format_path(path: PathKey) -> str:
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += ("." if text else "") + str(part)
+    return text
+
+
+def _line_for(path: PathKey, lines: dict[PathKey, int]) -> int | None:
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return lines.get(())
+
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def interpolate(value: Any, env: dict[str, str] | None = None, path: PathKey = (),
+                lines: dict[PathKey, int] | None = None) -> Any:
+    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string; ``$${`` escapes a literal ``${``."""
+    env = os.environ if env is None else env
+    if isinstance(value, dict):
+        return {k: interpolate(v, env, path + (k,), lines) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate(v, env, path + (i,), lines) for i, v in enumerate(value)]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+
+    def repl(match: re.Match[str]) -> str:
+        var, default = match.group(1), match.group(2)
+        if var in env and (env[var] != "" or default is None):
+            return env[var]
+        if default is not None:
+            return default
+        raise ConfigError(f"environment variable {var} is not set (use ${{{var}:-default}} for a default)",
+                          _format_path(path), _line_for(path, lines or {}))
+
+    escaped = value.replace("$${", "\x00")
+    return _ENV.sub(repl, escaped).replace("\x00", "${")
+
+
+def _errors_from(exc: ValidationError, prefix: PathKey, lines: dict[PathKey, int]) -> list[ConfigError]:
+    out = []
+    for err in exc.errors():
+        loc = prefix + tuple(p for p in err["loc"] if isinstance(p, (str, int)))
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = "unknown key"
+        out.append(ConfigError(message, _format_path(loc), _line_for(loc, lines)))
+    return out
+
+
+def _raise(errors: list[ConfigError]) -> None:
+    if not errors:
+        return
+    first = errors[0]
+    if len(errors) > 1:
+        combined = ConfigError(first.message, first.path, first.line)
+        combined.args = ("\n".join(str(e) for e in errors),)
+        combined.errors = errors  # type: ignore[attr-defined]
+        raise combined
+    raise first
+
+
+def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | None = None) -> GatewayConfig:
+    """Validate config text. Raises :class:`ConfigError` naming the path and line of each problem."""
+    from connectors.registry import KINDS, connector_class
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(f"invalid YAML: {getattr(exc, 'problem', exc)}", "",
+                          mark.line + 1 if mark else None) from None
+    if node is None:
+        raise ConfigError("the config file is empty")
+    lines: dict[PathKey, int] = {}
+    _lines(node, (), lines)
+    raw = yaml.safe_load(text)
+    if not isinstance(raw, dict):
+        raise ConfigError("the top level must be a mapping", "", 1)
+    raw = interpolate(raw, env, (), lines)
+
+    errors: list[ConfigError] = []
+    connectors: list[ConnectorConfig] = []
+    raw_connectors = raw.get("connectors") or []
+    if not isinstance(raw_connectors, list):
+        _raise([ConfigError("must be a list of connectors", "connectors", _line_for(("connectors",), lines))])
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(raw_connectors):
+        where: PathKey = ("connectors", i)
+        if not isinstance(entry, dict):
+            errors.append(ConfigError("must be a mapping", _format_path(where), _line_for(where, lines)))
+            continue
+        kind = entry.get("type")
+        if kind not in KINDS:
+            errors.append(ConfigError(f"unknown connector type {kind!r} (expected one of {', '.join(KINDS)})",
+                                      _format_path(where + ("type",)), _line_for(where + ("type",), lines)))
+            continue
+        try:
+            model = connector_class(kind).config_model
+            cfg = model.model_validate(entry)
+        except ValidationError as exc:
+            errors.extend(_errors_from(exc, where, lines))
+            continue
+        if cfg.name in seen:
+            errors.append(ConfigError(f"duplicate connector name {cfg.name!r} (also connectors[{seen[cfg.name]}])",
+                                      _format_path(where + ("name",)), _line_for(where + ("name",), lines)))
+        seen[cfg.name] = i
+        connectors.append(cfg)
+    rest = {k: v for k, v in raw.items() if k != "connectors"}
+    try:
+        config = GatewayConfig.model_validate({**rest, "base_dir": str(base_dir)})
+    except ValidationError as exc:
+        errors.extend(_errors_from(exc, (), lines))
+    _raise(errors)
+    return config.model_copy(update={"connectors": tuple(connectors)})
+
+
+def load_config(path: str | Path, env: dict[str, str] | None = None) -> GatewayConfig:
+    """Read and validate a config file; relative paths inside resolve against its folder."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {p}: {exc.strerror or exc}") from None
+    return parse_config(text, base_dir=p.resolve().parent, env=env)

@@ -1,0 +1,45 @@
+"""The filter chain: one signature, one composer.
+
+A filter is any object with ``async def __call__(ctx, call_next) -> dict``; ``call_next(ctx)`` runs
+the rest of the chain and finally the catalog. Filters may refuse (raise a ProtocolError), time,
+record, or pass a narrowed copy of the context (``dataclasses.replace``) inward. The chain is
+composed once at start-up (and again on reload), outermost first:
+
+    telemetry → audit → auth → ratelimit → timeout → catalog
+
+Each filter module exposes ``build(gateway) -> Filter | None``; None leaves it out of the chain
+(telemetry off, no audit store, no rules, ...), so a disabled feature costs nothing per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+from gateway.context import CallContext
+
+__all__ = ["Handler", "Filter", "compose", "CHAIN_ORDER"]
+
+Handler = Callable[[CallContext], Awaitable[dict[str, Any]]]
+
+# Module names under gateway.filters, outermost first (see ARCHITECTURE.md for why this order).
+CHAIN_ORDER = ("telemetry", "audit", "auth", "ratelimit", "timeout")
+
+
+class Filter(Protocol):
+    async def __call__(self, ctx: CallContext, call_next: Handler) -> dict[str, Any]: ...
+
+
+def compose(filters: Sequence[Filter], endpoint: Handler) -> Handler:
+    """Fold filters around the endpoint, the first filter outermost."""
+    handler = endpoint
+    for flt in reversed(filters):
+        handler = _bind(flt, handler)
+    return handler
+
+
+def _bind(flt: Filter, call_next: Handler) -> Handler:
+    async def run(ctx: CallContext) -> dict[str, Any]:
+        return await flt(ctx, call_next)
+
+    return run

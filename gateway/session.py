@@ -1,0 +1,226 @@
+"""One downstream MCP session: lifecycle, in-flight requests, cancellation, log level,
+subscriptions and server→client requests.
+
+A transport creates a :class:`Session` with a ``send`` coroutine (how to write one message to this
+client, optionally on the stream of a related request) and feeds it decoded messages:
+:meth:`Session.handle_request` returns the response to write (or None when the client cancelled the
+request), :meth:`Session.handle_notification` and :meth:`Session.handle_response` return nothing.
+The session answers the lifecycle methods itself (``initialize``, ``ping``, ``logging/setLevel``)
+and hands everything else to the dispatcher.
+
+Cancellation: the task serving a request is registered while it runs; ``notifications/cancelled``
+cancels it, and the request produces no response, as the specification asks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from gateway.context import ANONYMOUS, Principal
+from gateway.protocol import jsonrpc
+from gateway.protocol.errors import (
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    ProtocolError,
+    RequestTimeout,
+)
+from gateway.protocol.versions import negotiate
+
+if TYPE_CHECKING:
+    from gateway.app import Gateway
+
+__all__ = ["Session", "Send", "LOG_LEVELS"]
+
+log = logging.getLogger("gateway.session")
+
+Send = Callable[[dict[str, Any], "str | int | None"], Awaitable[None]]
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+# Which client capability a server→client request needs.
+_CLIENT_CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation",
+                      "roots/list": "roots"}
+
+
+class Session:
+    """State of one client connection (stdio process, SSE stream or Streamable HTTP session)."""
+
+    def __init__(self, gateway: Gateway, transport: str, send: Send, principal: Principal = ANONYMOUS) -> None:
+        self.gateway = gateway
+        self.id = secrets.token_urlsafe(24)
+        self.transport = transport
+        self.principal = principal
+        self._send = send
+        self.state = "new"  # new → ready (after initialize) → closed
+        self.protocol_version = ""
+        self.client_info: dict[str, Any] = {}
+        self.client_capabilities: dict[str, Any] = {}
+        self.log_level = "info"
+        self.subscriptions: set[str] = set()
+        self.last_active = time.monotonic()
+        self.http_traceparent: str | None = None  # latest HTTP traceparent header, set by transports
+        self._inflight: dict[str | int, asyncio.Task[Any]] = {}
+        self._cancelled: set[str | int] = set()
+        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+
+    # -- incoming -----------------------------------------------------------------------------
+    async def handle_request(self, message: dict[str, Any], traceparent: str | None = None) -> dict[str, Any] | None:
+        """Serve one request; returns the response, or None if the client cancelled it."""
+        rid = message["id"]
+        method = message["method"]
+        params = message.get("params") or {}
+        self.last_active = time.monotonic()
+        task = asyncio.current_task()
+        if rid in self._inflight:
+            return jsonrpc.error_response(rid, InvalidRequest.code, f"Request id {rid!r} is already in use")
+        if task is not None:
+            self._inflight[rid] = task
+        try:
+            result = await self._serve(rid, method, params, traceparent)
+            return jsonrpc.result_response(rid, result)
+        except asyncio.CancelledError:
+            if rid in self._cancelled and task is not None:
+                task.uncancel()
+                return None
+            raise
+        except ProtocolError as exc:
+            return jsonrpc.error_from_exception(rid, exc)
+        except Exception as exc:  # a bug or an unwrapped backend error: log it, keep serving
+            log.exception("unhandled error serving %s", method)
+            return jsonrpc.error_from_exception(rid, exc)
+        finally:
+            self._inflight.pop(rid, None)
+            self._cancelled.discard(rid)
+
+    async def _serve(self, rid: str | int, method: str, params: dict[str, Any], traceparent: str | None) -> dict[str, Any]:
+        if method == "initialize":
+            return self._initialize(params)
+        if method == "ping":
+            return {}
+        if self.state == "new":
+            raise InvalidRequest(f"Session not initialized: send initialize before {method}")
+        if method == "logging/setLevel":
+            level = params.get("level")
+            if level not in _LEVEL_RANK:
+                raise InvalidParams(f"Invalid log level {level!r}; expected one of {', '.join(LOG_LEVELS)}")
+            self.log_level = level
+            return {}
+        result = await self.gateway.dispatcher.dispatch(self, rid, method, params, traceparent or self.http_traceparent)
+        if method == "resources/subscribe":
+            self.subscriptions.add(params["uri"])
+        elif method == "resources/unsubscribe":
+            self.subscriptions.discard(params["uri"])
+        return result
+
+    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.state != "new":
+            raise InvalidRequest("Session already initialized")
+        if not isinstance(params.get("protocolVersion"), str):
+            raise InvalidParams("initialize: protocolVersion (string) is required")
+        caps = params.get("capabilities", {})
+        info = params.get("clientInfo", {})
+        self.client_capabilities = caps if isinstance(caps, dict) else {}
+        self.client_info = info if isinstance(info, dict) else {}
+        self.protocol_version = negotiate(params.get("protocolVersion"))
+        # Ready from here on: clients may legitimately pipeline requests before `initialized`.
+        self.state = "ready"
+        cfg = self.gateway.config.gateway
+        result: dict[str, Any] = {
+            "protocolVersion": self.protocol_version,
+            "capabilities": self.gateway.catalog.capabilities(),
+            "serverInfo": {"name": cfg.name, "version": cfg.version},
+        }
+        if cfg.instructions:
+            result["instructions"] = cfg.instructions
+        return result
+
+    async def handle_notification(self, message: dict[str, Any]) -> None:
+        method = message["method"]
+        params = message.get("params") or {}
+        self.last_active = time.monotonic()
+        if method == "notifications/cancelled":
+            rid = params.get("requestId")
+            task = self._inflight.get(rid) if isinstance(rid, (str, int)) else None
+            if task is not None and rid is not None:
+                self._cancelled.add(rid)
+                task.cancel()
+        elif method == "notifications/roots/list_changed":
+            self.gateway.client_roots_changed(self)
+        # notifications/initialized, progress from the client and unknown notifications: nothing to do.
+
+    def handle_response(self, message: dict[str, Any]) -> None:
+        """A client's answer to a server→client request."""
+        future = self._pending.pop(str(message.get("id")), None)
+        if future is None or future.done():
+            return
+        if "error" in message and isinstance(message["error"], dict):
+            err = message["error"]
+            future.set_exception(ProtocolError(str(err.get("message", "error")), err.get("data"),
+                                               code=int(err.get("code", InternalError.code))))
+        else:
+            result = message.get("result")
+            future.set_result(result if isinstance(result, dict) else {})
+
+    # -- outgoing -----------------------------------------------------------------------------
+    async def notify(self, method: str, params: dict[str, Any] | None = None,
+                     related_request_id: str | int | None = None) -> None:
+        if self.state == "closed":
+            return
+        if method == "notifications/message" and params is not None:
+            if _LEVEL_RANK.get(str(params.get("level")), 0) < _LEVEL_RANK[self.log_level]:
+                return
+        try:
+            await self._send(jsonrpc.notification(method, params), related_request_id)
+        except Exception:  # a client that went away must not fail the sender
+            log.debug("dropping %s for session %s", method, self.id, exc_info=True)
+
+    async def request(self, method: str, params: dict[str, Any] | None = None,
+                      related_request_id: str | int | None = None, timeout: float | None = None) -> dict[str, Any]:
+        """Send a request to the client and await its result (sampling, elicitation, roots)."""
+        needed = _CLIENT_CAPABILITY.get(method)
+        if needed is not None and needed not in self.client_capabilities:
+            raise MethodNotFound(f"The client did not declare the {needed} capability")
+        if self.state == "closed":
+            raise InternalError("The client session is closed")
+        rid = f"gw-{next(self._ids)}"
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = future
+        try:
+            await self._send(jsonrpc.request(rid, method, params), related_request_id)
+            async with asyncio.timeout(timeout or self.gateway.config.gateway.request_timeout_s):
+                return await future
+        except TimeoutError:
+            await self.notify("notifications/cancelled", {"requestId": rid, "reason": "timeout"})
+            raise RequestTimeout(f"The client did not answer {method} in time") from None
+        except asyncio.CancelledError:
+            await self.notify("notifications/cancelled", {"requestId": rid, "reason": "cancelled"})
+            raise
+        finally:
+            self._pending.pop(rid, None)
+
+    # -- end ----------------------------------------------------------------------------------
+    def inflight(self) -> int:
+        return len(self._inflight)
+
+    async def close(self) -> None:
+        """Cancel what is still running and tell the gateway; idempotent."""
+        if self.state == "closed":
+            return
+        self.state = "closed"
+        for task in list(self._inflight.values()):
+            if task is not asyncio.current_task():
+                task.cancel()
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(InternalError("The client session closed"))
+        self._pending.clear()
+        await self.gateway.session_closed(self)

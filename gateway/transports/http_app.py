@@ -1,0 +1,175 @@
+"""The aiohttp application: MCP endpoints, their guards, health probes and optional extras.
+
+Routes: ``/mcp`` (Streamable HTTP), ``/sse`` + ``/messages`` (legacy HTTP+SSE), ``/healthz``
+(liveness: the process serves HTTP), ``/readyz`` (readiness: started and not draining; the body
+lists each connector's health; ``?strict=1`` also fails when any connector is down), and, when
+those modules exist, ``/.well-known/oauth-protected-resource`` and ``/metrics``.
+
+Guards on the MCP endpoints, before any session is touched: Origin and Host validation against
+DNS rebinding (loopback origins and hosts are always allowed when bound to loopback; others must be
+listed in ``gateway.http.allowed_origins`` / ``allowed_hosts``), the body size limit, and
+authentication (HTTP 401 with ``WWW-Authenticate`` before a session exists).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import ipaddress
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from aiohttp import web
+
+from gateway.context import ANONYMOUS, Principal
+from gateway.protocol import jsonrpc
+from gateway.protocol.errors import INVALID_REQUEST
+
+from .sse import LegacySSE
+from .streamable_http import StreamableHTTP, rpc_error
+
+__all__ = ["build_app", "GATEWAY_KEY", "HTTP_KEY", "SSE_KEY"]
+
+GATEWAY_KEY: web.AppKey[Any] = web.AppKey("gateway", object)
+HTTP_KEY: web.AppKey[StreamableHTTP] = web.AppKey("streamable_http", StreamableHTTP)
+SSE_KEY: web.AppKey[LegacySSE] = web.AppKey("legacy_sse", LegacySSE)
+
+_LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1", "[::1]"}
+
+
+def _is_loopback(host: str) -> bool:
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_of(value: str) -> str:
+    if value.startswith("["):
+        return value[: value.find("]") + 1]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+class _Guard:
+    """Origin/Host checks and authentication for the MCP endpoints."""
+
+    def __init__(self, gateway: Any) -> None:
+        self.gateway = gateway
+
+    def check_origin_host(self, request: web.Request) -> web.Response | None:
+        http = self.gateway.config.gateway.http
+        origin = request.headers.get("Origin")
+        if origin is not None and "*" not in http.allowed_origins and origin not in http.allowed_origins:
+            origin_host = urlsplit(origin).hostname or ""
+            if not _is_loopback(origin_host):
+                return rpc_error(403, INVALID_REQUEST, f"Forbidden: origin {origin} is not allowed")
+        if _is_loopback(http.host) and "*" not in http.allowed_hosts:
+            host = _host_of(request.headers.get("Host", ""))
+            if host and host.strip("[]") not in _LOOPBACK_NAMES and host not in http.allowed_hosts \
+                    and not _is_loopback(host):
+                return rpc_error(403, INVALID_REQUEST, f"Forbidden: host {host} is not allowed")
+        return None
+
+    async def principal(self, request: web.Request) -> Principal | web.Response:
+        authenticator = self.gateway.authenticator
+        if authenticator is None:
+            return ANONYMOUS
+        try:
+            return await authenticator.authenticate(request.headers)  # type: ignore[no-any-return]
+        except Exception as exc:
+            header = getattr(exc, "www_authenticate", None)
+            if header is None:
+                raise
+            status = getattr(exc, "status", 401)
+            body = jsonrpc.error_response(None, INVALID_REQUEST, f"Unauthorized: {exc}")
+            return web.Response(status=status, body=jsonrpc.dumps(body), content_type="application/json",
+                                headers={"WWW-Authenticate": header})
+
+
+Endpoint = Callable[[web.Request, Any], Awaitable[web.StreamResponse]]
+
+
+def _guarded(guard: _Guard, endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        refused = guard.check_origin_host(request)
+        if refused is not None:
+            return refused
+        limit = guard.gateway.config.gateway.http.max_body_bytes
+        if request.content_length is not None and request.content_length > limit:
+            return rpc_error(413, INVALID_REQUEST, f"Payload Too Large: over {limit} bytes")
+        principal = await guard.principal(request)
+        if isinstance(principal, web.Response):
+            return principal
+        return await endpoint(request, principal)
+
+    return handler
+
+
+def build_app(gateway: Any) -> web.Application:
+    """An aiohttp application serving this gateway (not started)."""
+    max_body = gateway.config.gateway.http.max_body_bytes
+    app = web.Application(client_max_size=max_body)
+    app[GATEWAY_KEY] = gateway
+    streamable = StreamableHTTP(gateway)
+    legacy = LegacySSE(gateway)
+    app[HTTP_KEY] = streamable
+    app[SSE_KEY] = legacy
+    guard = _Guard(gateway)
+
+    async def healthz(request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def readyz(request: web.Request) -> web.Response:
+        health = gateway.health()
+        ok = health["ready"]
+        if request.query.get("strict") in ("1", "true") and not all(c["up"] for c in health["connectors"].values()):
+            ok = False
+        return web.Response(status=200 if ok else 503, text=json.dumps(health), content_type="application/json")
+
+    app.router.add_post("/mcp", _guarded(guard, streamable.post))
+    app.router.add_get("/mcp", _guarded(guard, streamable.get))
+    app.router.add_delete("/mcp", _guarded(guard, streamable.delete))
+    app.router.add_get("/sse", _guarded(guard, legacy.get))
+    app.router.add_post("/messages", _guarded(guard, legacy.post))
+    app.router.add_post("/messages/", _guarded(guard, legacy.post))
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+
+    if importlib.util.find_spec("gateway.auth") is not None:
+        auth_module = importlib.import_module("gateway.auth")
+        metadata = getattr(auth_module, "protected_resource_metadata", None)
+        if metadata is not None:
+            async def prm(request: web.Request) -> web.Response:
+                base = f"{request.scheme}://{request.host}"
+                return web.json_response(metadata(gateway, base))
+
+            app.router.add_get("/.well-known/oauth-protected-resource", prm)
+            app.router.add_get("/.well-known/oauth-protected-resource/mcp", prm)
+    if importlib.util.find_spec("gateway.telemetry.http") is not None:
+        importlib.import_module("gateway.telemetry.http").add_routes(app, gateway)
+
+    async def expire_idle(app: web.Application) -> AsyncIterator[None]:
+        async def loop() -> None:
+            idle = gateway.config.gateway.session_idle_timeout_s
+            while True:
+                await asyncio.sleep(min(60.0, idle))
+                streamable.expire_idle(time.monotonic(), idle)
+
+        task = asyncio.create_task(loop())
+        yield
+        task.cancel()
+
+    async def on_shutdown(app: web.Application) -> None:
+        await legacy.close_all()
+        await streamable.close_all()
+
+    app.cleanup_ctx.append(expire_idle)
+    app.on_shutdown.append(on_shutdown)
+    return app

@@ -1,0 +1,96 @@
+"""stdio transport: newline-delimited JSON-RPC on stdin/stdout, one session per process.
+
+stdout carries protocol messages and nothing else (logging goes to stderr, configured by the
+CLI). Every line is answered independently: a malformed line gets its JSON-RPC error and the
+session continues. Requests run concurrently so that ``notifications/cancelled`` and pings are
+served while a slow tool call is in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from typing import Any, BinaryIO
+
+from gateway.context import Principal
+from gateway.protocol import jsonrpc
+from gateway.session import Session
+
+from .common import batch_refused, process_frame
+
+__all__ = ["serve_stdio", "StdioServer"]
+
+log = logging.getLogger("gateway.stdio")
+
+_LINE_LIMIT = 64 * 1024 * 1024
+
+
+class StdioServer:
+    """Serves one session over a reader/writer pair (stdin/stdout in production, pipes in tests)."""
+
+    def __init__(self, gateway: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.gateway = gateway
+        self.reader = reader
+        self.writer = writer
+        self._lock = asyncio.Lock()
+        principal = Principal(gateway.config.auth.stdio_principal, kind="stdio")
+        self.session = Session(gateway, "stdio", self._send, principal)
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def _send(self, message: dict[str, Any], related_request_id: object = None) -> None:
+        await self._write(message)
+
+    async def _write(self, message: Any) -> None:
+        data = jsonrpc.dumps(message) + b"\n"
+        async with self._lock:
+            self.writer.write(data)
+            await self.writer.drain()
+
+    async def _handle_line(self, line: bytes) -> None:
+        messages, was_batch = jsonrpc.parse(line)
+        refused = batch_refused(self.session, was_batch)
+        if refused is not None:
+            await self._write(refused)
+            return
+        replies = await process_frame(self.session, messages)
+        if replies:
+            await self._write(replies if was_batch else replies[0])
+            for extra in replies[1:] if not was_batch else ():
+                await self._write(extra)
+
+    async def serve(self) -> None:
+        self.gateway.add_session(self.session)
+        try:
+            while True:
+                try:
+                    line = await self.reader.readline()
+                except ValueError:  # a line over the limit: answer it and skip the rest of it
+                    await self._write(jsonrpc.error_response(None, -32700, "Parse error: message too large"))
+                    continue
+                if not line:
+                    break
+                if not line.strip():
+                    continue
+                task = asyncio.create_task(self._handle_line(line))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            if self._tasks:
+                await asyncio.wait(self._tasks, timeout=self.gateway.config.gateway.shutdown_grace_s or None)
+        finally:
+            await self.session.close()
+
+
+async def _stdio_streams(stdin: BinaryIO, stdout: BinaryIO) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_LINE_LIMIT)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stdout)
+    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+    return reader, writer
+
+
+async def serve_stdio(gateway: Any) -> None:
+    """Serve the process's stdin/stdout until stdin closes."""
+    reader, writer = await _stdio_streams(sys.stdin.buffer, sys.stdout.buffer)
+    await StdioServer(gateway, reader, writer).serve()

@@ -1,0 +1,126 @@
+"""Test support: run a real gateway on a free loopback port, in-process or as a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from gateway.app import Gateway
+from gateway.config import GatewayConfig, parse_config
+from gateway.transports.http_app import build_app
+
+__all__ = ["free_port", "running_gateway", "RunningGateway", "gateway_process", "GatewayProcess", "config_from"]
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def config_from(config: str | GatewayConfig, base_dir: str | Path | None = None) -> GatewayConfig:
+    if isinstance(config, GatewayConfig):
+        return config
+    return parse_config(textwrap.dedent(config), base_dir=base_dir or REPO)
+
+
+@dataclass
+class RunningGateway:
+    gateway: Gateway
+    url: str
+    app: web.Application
+
+    @property
+    def mcp_url(self) -> str:
+        return self.url + "/mcp"
+
+    @property
+    def sse_url(self) -> str:
+        return self.url + "/sse"
+
+    def __getattr__(self, name: str) -> Any:  # gw.catalog, gw.sessions, ... of the Gateway
+        return getattr(self.gateway, name)
+
+
+@asynccontextmanager
+async def running_gateway(config: str | GatewayConfig, base_dir: str | Path | None = None) -> AsyncIterator[RunningGateway]:
+    """Start a Gateway and its HTTP app on 127.0.0.1:<free port>; stop both on exit."""
+    cfg = config_from(config, base_dir)
+    gateway = Gateway(cfg)
+    await gateway.start()
+    app = build_app(gateway)
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield RunningGateway(gateway, f"http://127.0.0.1:{port}", app)
+    finally:
+        await gateway.drain(grace_s=1.0)
+        await runner.shutdown()
+        await gateway.stop(grace_s=0)
+        await runner.cleanup()
+
+
+@dataclass
+class GatewayProcess:
+    proc: asyncio.subprocess.Process
+    url: str
+    config_path: Path
+
+    @property
+    def mcp_url(self) -> str:
+        return self.url + "/mcp"
+
+
+@asynccontextmanager
+async def gateway_process(config_text: str, env: dict[str, str] | None = None,
+                          startup_timeout: float = 30.0) -> AsyncIterator[GatewayProcess]:
+    """Run ``mcp-gateway serve`` as a subprocess on a free port; waits for /readyz."""
+    import aiohttp
+
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "gateway.yaml"
+        path.write_text(textwrap.dedent(config_text))
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "gateway.cli", "serve", "--config", str(path), "--port", str(port),
+            env={**os.environ, **(env or {})}, stderr=subprocess.PIPE, cwd=tmp)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            async with asyncio.timeout(startup_timeout), aiohttp.ClientSession() as http:
+                while True:
+                    if proc.returncode is not None:
+                        err = await proc.stderr.read() if proc.stderr else b""
+                        raise RuntimeError(f"gateway exited with {proc.returncode}: {err.decode()[-2000:]}")
+                    try:
+                        async with http.get(url + "/readyz") as resp:
+                            if resp.status == 200:
+                                break
+                    except aiohttp.ClientConnectionError:
+                        pass
+                    await asyncio.sleep(0.05)
+            yield GatewayProcess(proc, url, path)
+        finally:
+            if proc.returncode is None:
+                proc.terminate()
+                try:
+                    await asyncio.wait_for(proc.wait(), 15)
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()
