@@ -23,9 +23,9 @@ Rules every connector follows:
 from __future__ import annotations
 
 import abc
-from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from gateway.protocol.errors import InvalidParams, MethodNotFound, ResourceNotFound

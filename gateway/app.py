@@ -213,8 +213,12 @@ class Gateway:
         self.draining = True
         grace = self.config.gateway.shutdown_grace_s if grace_s is None else grace_s
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(s.inflight() for s in list(self.sessions.values())):
-            await asyncio.sleep(0.05)
+        while True:
+            tasks = [t for s in list(self.sessions.values()) for t in s.inflight_tasks()]
+            remaining = deadline - time.monotonic()
+            if not tasks or remaining <= 0:
+                return
+            await asyncio.wait(tasks, timeout=remaining)
 
     async def stop(self, grace_s: float | None = None) -> None:
         if not self.draining:

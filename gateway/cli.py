@@ -21,7 +21,6 @@ import json
 import logging
 import signal
 import sys
-from pathlib import Path
 from typing import Any
 
 from gateway.config import GatewayConfig, load_config

@@ -211,6 +211,9 @@ class Session:
     def inflight(self) -> int:
         return len(self._inflight)
 
+    def inflight_tasks(self) -> list[asyncio.Task[Any]]:
+        return [t for t in self._inflight.values() if t is not asyncio.current_task()]
+
     async def close(self) -> None:
         """Cancel what is still running and tell the gateway; idempotent."""
         if self.state == "closed":
