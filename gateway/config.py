@@ -136,6 +136,8 @@ class RateLimitRule(Model):
     match: str = "*"
     rate: str  # "10/s", "600/min", "1000/h"
     burst: int | None = Field(None, ge=1)
+    # Split a tool/connector/global bucket per principal (a principal-scope rule always is).
+    per_principal: bool = False
 
     @field_validator("rate")
     @classmethod
@@ -149,6 +151,8 @@ class RateLimitConfig(Model):
     backend: str = "memory"  # memory | redis://host:port/db
     on_backend_error: Literal["open", "closed"] = "open"
     rules: tuple[RateLimitRule, ...] = ()
+    # Redis key prefix: gateways sharing a prefix (and rules) share budgets.
+    redis_prefix: str = "gw:rl"
 
 
 class AuditConfig(Model):

@@ -1,0 +1,101 @@
+"""Audit filter: one event for every request that passes the chain, including refusals.
+
+It sits outside auth and rate limiting (see ARCHITECTURE.md), so denied and limited attempts are
+recorded too. The outcome is ``ctx.notes["outcome"]`` when an inner layer set it, else derived from
+the result (``isError`` → tool_error) or the exception. Recording costs a dict build and a
+``put_nowait`` on the request path; redaction, serialisation and all I/O happen in the
+:class:`~gateway.audit.writer.AuditWriter` task, which the gateway starts with the filter and stops
+(flushing the queue) after in-flight requests have finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from gateway.audit.events import capture
+from gateway.audit.writer import AuditWriter
+from gateway.context import CallContext
+from gateway.filters import Handler
+from gateway.protocol.errors import (
+    INTERNAL_ERROR,
+    REQUEST_CANCELLED,
+    ProtocolError,
+)
+
+if TYPE_CHECKING:
+    from gateway.app import Gateway
+
+__all__ = ["AuditFilter", "build", "outcome_for"]
+
+log = logging.getLogger("gateway.audit")
+
+_OUTCOME_BY_CODE = {
+    -32003: "denied",
+    -32029: "rate_limited",
+    -32602: "invalid",
+    -32600: "invalid",
+    -32700: "invalid",
+    -32601: "not_found",
+    -32002: "not_found",
+    -32001: "timeout",
+    -32800: "cancelled",
+}
+
+
+def outcome_for(exc: BaseException) -> tuple[str, int]:
+    if isinstance(exc, ProtocolError):
+        return _OUTCOME_BY_CODE.get(exc.code, "error"), exc.code
+    if isinstance(exc, asyncio.CancelledError):
+        return "cancelled", REQUEST_CANCELLED
+    return "error", INTERNAL_ERROR
+
+
+class AuditFilter:
+    def __init__(self, writer: AuditWriter) -> None:
+        self.writer = writer
+
+    async def start(self) -> None:
+        await self.writer.start()
+
+    async def stop(self) -> None:
+        await self.writer.stop()
+
+    async def __call__(self, ctx: CallContext, call_next: Handler) -> dict[str, Any]:
+        try:
+            result = await call_next(ctx)
+        except BaseException as exc:
+            outcome, code = outcome_for(exc)
+            message = exc.message if isinstance(exc, ProtocolError) else (str(exc)[:500] or type(exc).__name__)
+            self._record(ctx, ctx.notes.get("outcome") or outcome, code, message)
+            raise
+        outcome = ctx.notes.get("outcome") or ("tool_error" if result.get("isError") else "ok")
+        self._record(ctx, outcome, None, None)
+        return result
+
+    def _record(self, ctx: CallContext, outcome: str, code: int | None, message: str | None) -> None:
+        try:
+            event = capture(ctx, outcome, code, message, (time.perf_counter() - ctx.started) * 1000.0)
+            self.writer.submit(event)
+        except Exception:  # auditing must never turn a served request into a failure
+            log.exception("could not record audit event for %s", ctx.method)
+
+
+def _secret_digests(gateway: Gateway) -> list[bytes]:
+    """Digests of configured API keys, so their values are redacted wherever they appear."""
+    try:
+        from gateway.auth.apikeys import ApiKeyStore
+
+        store = ApiKeyStore(gateway.config.auth.api_keys, gateway.config.base_dir)
+    except Exception:
+        return []
+    return store.digests
+
+
+def build(gateway: Gateway) -> AuditFilter | None:
+    cfg = gateway.config.audit
+    if not cfg.enabled:
+        return None
+    return AuditFilter(AuditWriter(cfg, gateway.config.base_dir, _secret_digests(gateway)))

@@ -1,0 +1,79 @@
+"""Access filter: per-principal allow/deny rules over public names (``access:`` in the config).
+
+Listings pass inward a context whose ``visible`` predicate hides what the caller may not use, so
+a client only ever sees tools, prompts, resources and templates it may call. A call to a target
+the caller may not use raises :class:`AccessDenied` (-32003, "denied" in the audit log, which
+sits outside this filter). Authentication itself happens earlier, in the HTTP transports
+(:mod:`gateway.auth`); this filter only reads ``ctx.principal``.
+
+Rules are compiled once at build (:class:`gateway.policy.AccessPolicy`); per-principal views and
+their answers are cached, so the hot path is dictionary lookups. With no rules configured the
+filter is not built at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from gateway.context import CallContext
+from gateway.filters import Handler
+from gateway.policy import AccessPolicy
+from gateway.protocol.errors import AccessDenied
+
+if TYPE_CHECKING:
+    from gateway.app import Gateway
+
+__all__ = ["AccessFilter", "build", "LIST_METHODS"]
+
+LIST_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
+# Kind of the target each targeted method names (for the catalog's access_name).
+_KIND = {
+    "tools/call": "tool",
+    "prompts/get": "prompt",
+    "resources/read": "resource",
+    "resources/subscribe": "resource",
+    "resources/unsubscribe": "resource",
+}
+
+
+class AccessFilter:
+    def __init__(self, policy: AccessPolicy, gateway: Gateway | None = None) -> None:
+        self.policy = policy
+        self.gateway = gateway
+        self.denied = 0
+
+    def _name(self, ctx: CallContext) -> str:
+        kind = _KIND.get(ctx.method)
+        if kind is None and ctx.method == "completion/complete":
+            ref = ctx.params.get("ref") or {}
+            kind = "prompt" if ref.get("type") == "ref/prompt" else "resource"
+        if kind in (None, "tool", "prompt") or self.gateway is None:
+            return ctx.target
+        # Resources are governed by their public name, as the listing shows them.
+        catalog = getattr(self.gateway, "catalog", None)
+        access_name = getattr(catalog, "access_name", None)
+        return access_name(kind, ctx.target) if access_name is not None else ctx.target
+
+    async def __call__(self, ctx: CallContext, call_next: Handler) -> dict[str, Any]:
+        view = self.policy.for_principal(ctx.principal)
+        if ctx.method in LIST_METHODS:
+            if view.allow_all:
+                return await call_next(ctx)
+            return await call_next(dataclasses.replace(ctx, visible=view.visible))
+        if ctx.target:
+            name = self._name(ctx)
+            # A resource is usable by its public name or by its URI.
+            if not view.allowed(name) and (name == ctx.target or not view.allowed(ctx.target)):
+                self.denied += 1
+                ctx.notes["outcome"] = "denied"
+                raise AccessDenied(f"Access denied: {ctx.principal.name!r} may not use {ctx.target!r}",
+                                   {"target": ctx.target, "principal": ctx.principal.name})
+        return await call_next(ctx)
+
+
+def build(gateway: Gateway) -> AccessFilter | None:
+    rules = gateway.config.access
+    if not rules:
+        return None
+    return AccessFilter(AccessPolicy(rules), gateway)

@@ -1,0 +1,282 @@
+"""Rate-limit filter: GCRA buckets in memory or in Redis, and per-connector concurrency limits.
+
+Rules (``rate_limits.rules``) key their buckets by scope:
+
+* ``principal`` — one bucket per principal, every request counts;
+* ``tool`` — one bucket per public tool name (``tools/call`` only), ``match`` globs the tool;
+* ``connector`` — one bucket per connector (``match`` globs the connector name);
+* ``global`` — one bucket for everything (``match`` globs the target).
+
+``per_principal: true`` splits a tool/connector/global bucket per principal. A request is checked
+against all the buckets that apply to it at once, all or nothing (see
+:func:`gateway.policy.gcra_check`); a refusal raises :class:`RateLimited` whose ``data`` carries
+``retryAfterMs`` and the refusing rule's ``scope``.
+
+Backends: ``memory`` (one process) or ``redis://host:port/db`` — one Lua script decides every key
+of a request atomically on the server with the server's clock, so any number of replicas share one
+budget. When Redis cannot be reached the filter follows ``on_backend_error`` (``open`` lets calls
+through, ``closed`` refuses them) and logs it (at most every 10 s) and counts it
+(``backend_errors``, metric ``rate_limit_backend_errors`` when telemetry defines it).
+
+``max_concurrency`` on a connector bounds its in-flight calls; a call waits for a slot until its
+deadline and is refused as rate limited (scope ``connector``) if none frees up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import hashlib
+import logging
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gateway.config import RateLimitConfig, RateLimitRule
+from gateway.context import CallContext
+from gateway.filters import Handler
+from gateway.policy import Decision, Rate, gcra_check, parse_rate
+from gateway.protocol.errors import RateLimited
+
+if TYPE_CHECKING:
+    from gateway.app import Gateway
+
+__all__ = ["RateLimitFilter", "MemoryBackend", "RedisBackend", "CompiledLimit", "build", "LUA_GCRA"]
+
+log = logging.getLogger("gateway.ratelimit")
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledLimit:
+    scope: str
+    match: re.Pattern[str] | None  # None: matches everything
+    rate: Rate
+    per_principal: bool
+    prefix: str  # stable per rule content, so replicas with the same config share buckets
+
+    @classmethod
+    def compile(cls, rule: RateLimitRule) -> CompiledLimit:
+        rate = parse_rate(rule.rate, rule.burst)
+        ident = f"{rule.scope}|{rule.match}|{rate.per_second}|{rate.burst}|{rule.per_principal}"
+        digest = hashlib.sha256(ident.encode()).hexdigest()[:10]
+        match = None if rule.match == "*" else re.compile(fnmatch.translate(rule.match))
+        return cls(rule.scope, match, rate, rule.per_principal, f"{rule.scope[0]}{digest}")
+
+
+class Backend(Protocol):
+    async def check(self, keys: Sequence[str], rates: Sequence[Rate]) -> Decision: ...
+    async def close(self) -> None: ...
+
+
+class MemoryBackend:
+    """TATs in a dict on the monotonic clock; one process only."""
+
+    def __init__(self, max_keys: int = 100_000) -> None:
+        self._tats: dict[str, float] = {}
+        self._max_keys = max_keys
+
+    def check_sync(self, keys: Sequence[str], rates: Sequence[Rate], now: float | None = None) -> Decision:
+        now = time.monotonic() if now is None else now
+        tats = self._tats
+        decision, new = gcra_check([tats.get(k) for k in keys], rates, now)
+        if decision.allowed:
+            if len(tats) >= self._max_keys:
+                self._sweep(now)
+            for k, t in zip(keys, new, strict=True):
+                tats[k] = t
+        return decision
+
+    async def check(self, keys: Sequence[str], rates: Sequence[Rate]) -> Decision:
+        return self.check_sync(keys, rates)
+
+    def _sweep(self, now: float) -> None:
+        # A TAT in the past means a full bucket: forgetting it changes no decision.
+        for k in [k for k, t in self._tats.items() if t <= now]:
+            del self._tats[k]
+
+    async def close(self) -> None:
+        self._tats.clear()
+
+
+# Mirrors gateway.policy.rates.gcra_check; times in seconds on the Redis server's clock.
+# KEYS: bucket keys. ARGV: cost, then interval_i, burst_i for each key.
+LUA_GCRA = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local cost = tonumber(ARGV[1])
+local worst = 0
+local denied = -1
+local new = {}
+for i, key in ipairs(KEYS) do
+  local interval = tonumber(ARGV[2 * i])
+  local burst = tonumber(ARGV[2 * i + 1])
+  local tat = tonumber(redis.call('GET', key))
+  if tat == nil or tat < now then tat = now end
+  local cand = tat + cost * interval
+  local wait = cand - burst * interval - now
+  if wait > 0 and wait > worst then
+    worst = wait
+    denied = i - 1
+  end
+  new[i] = cand
+end
+if denied >= 0 then
+  return {0, string.format('%.6f', worst), denied}
+end
+for i, key in ipairs(KEYS) do
+  local ttl = math.ceil(new[i] - now) + 1
+  redis.call('SET', key, string.format('%.6f', new[i]), 'EX', ttl)
+end
+return {1, '0', -1}
+"""
+
+
+class RedisBackend:
+    """Shared buckets in Redis via one atomic Lua script (EVALSHA, loaded on first use)."""
+
+    def __init__(self, url: str, key_prefix: str = "gw:rl") -> None:
+        import redis.asyncio as aioredis
+
+        self.client = aioredis.from_url(url, socket_timeout=1.0, socket_connect_timeout=1.0,
+                                        health_check_interval=30)
+        self.script = self.client.register_script(LUA_GCRA)
+        # One hash tag: every key of a request lives in the same Redis Cluster slot.
+        self.key_prefix = "{" + key_prefix + "}:"
+
+    async def check(self, keys: Sequence[str], rates: Sequence[Rate]) -> Decision:
+        args: list[float] = [1.0]
+        for rate in rates:
+            args.extend((rate.interval, rate.burst))
+        ok, wait, index = await self.script(keys=[self.key_prefix + k for k in keys], args=args)
+        if int(ok) == 1:
+            return Decision(True)
+        return Decision(False, float(wait), int(index))
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+class RateLimitFilter:
+    def __init__(self, config: RateLimitConfig, gateway: Gateway | None = None,
+                 concurrency: dict[str, int] | None = None) -> None:
+        self.config = config
+        self.gateway = gateway
+        self.limits = tuple(CompiledLimit.compile(r) for r in config.rules)
+        self.fail_open = config.on_backend_error == "open"
+        self.backend_name = "redis" if config.backend.startswith(("redis://", "rediss://", "unix://")) else "memory"
+        self.backend: Backend = RedisBackend(config.backend, config.redis_prefix) if self.backend_name == "redis" else MemoryBackend()
+        self._semaphores = {name: asyncio.Semaphore(n) for name, n in (concurrency or {}).items()}
+        self._needs_connector = bool(self._semaphores) or any(lim.scope == "connector" for lim in self.limits)
+        self._last_error_log = float("-inf")
+        self.backend_errors = 0
+        self.limited = 0
+
+    async def stop(self) -> None:
+        await self.backend.close()
+
+    def _connector_of(self, ctx: CallContext) -> str | None:
+        """The connector serving the target (the catalog fills ctx.notes only later, inside)."""
+        catalog = getattr(self.gateway, "catalog", None)
+        if catalog is None or not ctx.target:
+            return None
+        try:
+            if ctx.method == "tools/call":
+                return str(catalog.tool(ctx.target).connector.name)
+            if ctx.method == "prompts/get":
+                return str(catalog.prompt(ctx.target).connector.name)
+            if ctx.method.startswith("resources/"):
+                return str(catalog.resource_owner(ctx.target)[0].name)
+        except Exception:  # unknown target: the catalog will refuse it with the right error
+            return None
+        return None
+
+    def _keys(self, ctx: CallContext, connector: str | None) -> tuple[list[str], list[Rate], list[str]]:
+        keys: list[str] = []
+        rates: list[Rate] = []
+        scopes: list[str] = []
+        principal = ctx.principal.name
+        for lim in self.limits:
+            scope = lim.scope
+            if scope == "principal":
+                subject, key = ctx.target, principal
+            elif scope == "tool":
+                if ctx.method != "tools/call":
+                    continue
+                subject = key = ctx.target
+            elif scope == "connector":
+                if connector is None:
+                    continue
+                subject = key = connector
+            else:
+                subject, key = ctx.target, ""
+            if lim.match is not None and lim.match.match(subject) is None:
+                continue
+            if lim.per_principal and scope != "principal":
+                key = f"{key}|{principal}"
+            keys.append(f"{lim.prefix}:{key}")
+            rates.append(lim.rate)
+            scopes.append(scope)
+        return keys, rates, scopes
+
+    async def _decide(self, keys: list[str], rates: list[Rate]) -> Decision:
+        try:
+            return await self.backend.check(keys, rates)
+        except Exception as exc:  # redis errors, OSError, timeouts: apply the configured choice
+            self.backend_errors += 1
+            _count_backend_error(self.backend_name, "allow" if self.fail_open else "deny")
+            now = time.monotonic()
+            if now - self._last_error_log > 10.0:
+                self._last_error_log = now
+                log.error("rate-limit backend %s unavailable (%s); failing %s", self.backend_name,
+                          exc, "open" if self.fail_open else "closed")
+            return Decision(True) if self.fail_open else Decision(False, 1.0, -1)
+
+    async def __call__(self, ctx: CallContext, call_next: Handler) -> dict[str, Any]:
+        connector = self._connector_of(ctx) if self._needs_connector else None
+        if self.limits:
+            keys, rates, scopes = self._keys(ctx, connector)
+            if keys:
+                decision = await self._decide(keys, rates)
+                if not decision.allowed:
+                    self.limited += 1
+                    ctx.notes["outcome"] = "rate_limited"
+                    scope = scopes[decision.denied_index] if decision.denied_index >= 0 else "backend"
+                    raise RateLimited(f"Rate limit exceeded ({scope}); retry in {decision.retry_after_ms} ms",
+                                      decision.retry_after_ms, scope)
+        sem = self._semaphores.get(connector) if connector is not None else None
+        if sem is None:
+            return await call_next(ctx)
+        if sem.locked():
+            try:
+                async with asyncio.timeout(ctx.remaining()):
+                    await sem.acquire()
+            except TimeoutError:
+                self.limited += 1
+                ctx.notes["outcome"] = "rate_limited"
+                raise RateLimited(f"Connector {connector} is at its concurrency limit", 1000, "connector") from None
+        else:
+            await sem.acquire()
+        try:
+            return await call_next(ctx)
+        finally:
+            sem.release()
+
+
+def _count_backend_error(backend: str, decision: str) -> None:
+    try:
+        from gateway.telemetry import metrics
+    except ImportError:
+        return
+    counter = getattr(metrics, "RATE_LIMIT_BACKEND_ERRORS", None)
+    if counter is not None:
+        counter.labels(backend, decision).inc()
+
+
+def build(gateway: Gateway) -> RateLimitFilter | None:
+    cfg = gateway.config
+    concurrency = {c.name: c.max_concurrency for c in cfg.connectors if c.max_concurrency}
+    if not cfg.rate_limits.rules and not concurrency:
+        return None
+    return RateLimitFilter(cfg.rate_limits, gateway, concurrency)
