@@ -113,7 +113,11 @@ class Gateway:
         """Start connectors and build the catalog; ``serving=False`` (``mcp-gateway list``) skips
         the filter chain and authentication, which only matter when clients connect."""
         self.connectors = await self._start_connectors(self.config)
-        self._install_catalog(strict=True)
+        try:
+            self._install_catalog(strict=True)
+        except ConfigError:  # a name collision: release what started (processes, pools) first
+            await asyncio.gather(*(c.stop() for c in self.connectors.values()), return_exceptions=True)
+            raise
         if not serving:
             return
         self.filters = _build_filters(self)

@@ -186,7 +186,11 @@ def main(argv: list[str] | None = None) -> int:
         return _validate(args)
     runner = {"serve": _serve, "stdio": _stdio, "list": _list}[args.command]
     with contextlib.suppress(KeyboardInterrupt):
-        return asyncio.run(runner(args))
+        try:
+            return asyncio.run(runner(args))
+        except ConfigError as exc:  # found at start-up (a name collision): precise message, exit 2
+            print(f"{getattr(args, 'config', None) or args.file}: {exc}", file=sys.stderr)
+            return 2
     return 130
 
 

@@ -120,6 +120,8 @@ class Dispatcher:
             traceparent=traceparent,
             progress_token=progress_token,
         )
+        if session.caller_authorization is not None:
+            ctx.notes["caller_authorization"] = session.caller_authorization
         result = await self.handler(ctx)
         return shape_result(method, result, session.protocol_version)
 

@@ -67,6 +67,9 @@ class Session:
         self.subscriptions: set[str] = set()
         self.last_active = time.monotonic()
         self.http_traceparent: str | None = None  # latest HTTP traceparent header, set by transports
+        # The caller's own Authorization header (HTTP transports); connectors that forward caller
+        # credentials read it from ctx.notes["caller_authorization"]. Never logged or audited.
+        self.caller_authorization: str | None = None
         self._inflight: dict[str | int, asyncio.Task[Any]] = {}
         self._cancelled: set[str | int] = set()
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}

@@ -116,7 +116,8 @@ def capture(ctx: Any, outcome: str, error_code: int | None, error_message: str |
         "error_message": error_message,
         "latency_ms": round(latency_ms, 3),
         "backend_status": None if status is None else str(status),
-        "trace_id": trace_id_of(ctx.traceparent),
+        # The telemetry filter notes the trace it opened (a new one when the client sent none).
+        "trace_id": notes.get("trace_id") or trace_id_of(ctx.traceparent),
     }
 
 

@@ -54,7 +54,11 @@ class Incoming:
 
 def dumps(message: Any) -> bytes:
     """Compact UTF-8 JSON, one line (safe for newline-delimited stdio)."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # a lone surrogate (e.g. echoed id "\ud800"): escape it as JSON allows
+        return json.dumps(message, separators=(",", ":")).encode()
 
 
 def _valid_id(value: Any) -> bool:
@@ -93,6 +97,11 @@ def classify(obj: Any) -> Incoming:
     return Incoming("invalid", obj, error_response(rid, INVALID_REQUEST, "Invalid Request: neither a request, a notification nor a response"))
 
 
+def _reject_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON; accepting them would let us echo invalid JSON back.
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def parse(data: bytes | str) -> tuple[list[Incoming], bool]:
     """Decode one transport frame. Returns ``(messages, was_batch)``.
 
@@ -100,9 +109,11 @@ def parse(data: bytes | str) -> tuple[list[Incoming], bool]:
     yields one -32600 error, as JSON-RPC 2.0 prescribes.
     """
     try:
-        obj = json.loads(data)
+        obj = json.loads(data, parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         return [Incoming("invalid", {}, error_response(None, PARSE_ERROR, f"Parse error: {exc}"))], False
+    except RecursionError:  # absurdly deep nesting must not kill the reader
+        return [Incoming("invalid", {}, error_response(None, PARSE_ERROR, "Parse error: nesting too deep"))], False
     if isinstance(obj, list):
         if not obj:
             return [Incoming("invalid", {}, error_response(None, INVALID_REQUEST, "Invalid Request: empty batch"))], False

@@ -80,6 +80,7 @@ class LegacySSE:
         refused = batch_refused(entry.session, was_batch)
         if refused is not None:
             return web.Response(status=400, body=jsonrpc.dumps(refused), content_type="application/json")
+        entry.session.caller_authorization = request.headers.get("Authorization")
         task = asyncio.create_task(self._process(entry, messages, was_batch, request.headers.get("traceparent")))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

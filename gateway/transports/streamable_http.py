@@ -99,7 +99,9 @@ class StreamableHTTP:
         session_id = request.headers.get(SESSION_HEADER)
         channel: _Channel | None = None
         if session_id is None:
-            if not (len(messages) == 1 and messages[0].kind == "request" and messages[0].method == "initialize"):
+            # initialize must be sent alone: a batched one would get a non-batch reply.
+            if was_batch or not (len(messages) == 1 and messages[0].kind == "request"
+                                 and messages[0].method == "initialize"):
                 if len(messages) == 1 and messages[0].error is not None and messages[0].error["error"]["code"] == PARSE_ERROR:
                     return web.Response(status=400, body=jsonrpc.dumps(messages[0].error), content_type="application/json")
                 return rpc_error(400, INVALID_REQUEST, f"Bad Request: missing {SESSION_HEADER} header "
@@ -114,6 +116,7 @@ class StreamableHTTP:
         if session.principal != principal:
             return rpc_error(403, INVALID_REQUEST, "Forbidden: the session belongs to another principal")
         session.http_traceparent = request.headers.get("traceparent")
+        session.caller_authorization = request.headers.get("Authorization")
         refused = batch_refused(session, was_batch)
         if refused is not None:
             return web.Response(status=400, body=jsonrpc.dumps(refused), content_type="application/json")
@@ -153,6 +156,7 @@ class StreamableHTTP:
         session = Session(self.gateway, "streamable_http", channel.send, principal)
         channel.session = session
         session.http_traceparent = request.headers.get("traceparent")
+        session.caller_authorization = request.headers.get("Authorization")
         reply = await session.handle_request(message)
         headers = {}
         if reply is not None and "result" in reply:

@@ -1,0 +1,115 @@
+"""Config model of a ``type: openapi`` connector entry.
+
+Secrets (``api_key``, ``bearer``, passwords, client secrets) are ``SecretStr`` so that printing or
+dumping a config never shows them; the connector reads them with ``get_secret_value()`` only when it
+builds a request.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+
+from gateway.config import ConnectorConfig, Model
+
+__all__ = [
+    "OpenAPIConfig",
+    "OpenAPIAuth",
+    "BasicAuth",
+    "OAuth2ClientCredentials",
+    "Selection",
+    "RouteRule",
+    "OperationOverride",
+    "METHODS",
+]
+
+METHODS = ("GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE")
+
+
+def _upper_methods(values: tuple[str, ...]) -> tuple[str, ...]:
+    out = tuple(v.upper() for v in values)
+    bad = [v for v in out if v not in METHODS]
+    if bad:
+        raise ValueError(f"unknown HTTP method(s) {', '.join(bad)} (expected one of {', '.join(METHODS)})")
+    return out
+
+
+class BasicAuth(Model):
+    username: str
+    password: SecretStr
+
+
+class OAuth2ClientCredentials(Model):
+    client_id: str
+    client_secret: SecretStr
+    # Defaults to the tokenUrl of the spec's clientCredentials flow.
+    token_url: str | None = None
+    scopes: tuple[str, ...] = ()
+    # Refresh this many seconds before the token's expiry.
+    refresh_margin_s: float = Field(30.0, ge=0)
+
+
+class OpenAPIAuth(Model):
+    """Credentials, matched to the spec's ``securitySchemes`` by kind."""
+
+    api_key: SecretStr | None = None
+    bearer: SecretStr | None = None
+    basic: BasicAuth | None = None
+    oauth2: OAuth2ClientCredentials | None = None
+    # Pass the downstream caller's Authorization header through (off by default).
+    forward_caller: bool = False
+
+
+class Selection(Model):
+    tags: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()  # fnmatch globs on the spec path, e.g. "/pet/*"
+    methods: tuple[str, ...] = ()
+    operations: tuple[str, ...] = ()  # operationIds
+
+    @field_validator("methods")
+    @classmethod
+    def _methods(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _upper_methods(value)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.tags or self.paths or self.methods or self.operations)
+
+
+class RouteRule(Model):
+    """Operations matching ``methods``/``path`` (glob) become ``route`` (tool or resource template)."""
+
+    methods: tuple[str, ...] = ("GET",)
+    path: str = "*"
+    route: Literal["tool", "resource"] = "tool"
+
+    @field_validator("methods")
+    @classmethod
+    def _methods(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _upper_methods(value)
+
+
+class OperationOverride(Model):
+    name: str | None = None
+    description: str | None = None
+
+
+class OpenAPIConfig(ConnectorConfig):
+    type: Literal["openapi"]
+    spec: str = Field(min_length=1)  # URL or path (relative to the config file); .json, .yaml, .gz
+    base_url: str | None = None
+    server_variables: dict[str, str] = Field(default_factory=dict)
+    auth: OpenAPIAuth = OpenAPIAuth()
+    include: Selection = Selection()
+    exclude: Selection = Selection()
+    routes: tuple[RouteRule, ...] = ()
+    overrides: dict[str, OperationOverride] = Field(default_factory=dict)  # by operationId
+    refresh_s: float | None = Field(None, gt=0)
+    spec_timeout_s: float = Field(30.0, gt=0)
+    max_spec_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    request_timeout_s: float = Field(30.0, gt=0)
+    max_response_bytes: int = Field(4 * 1024 * 1024, ge=1024)
+    retries: int = Field(2, ge=0, le=10)  # idempotent methods only
+    validate_requests: bool = True
+    headers: dict[str, str] = Field(default_factory=dict)  # sent on every request

@@ -1,0 +1,418 @@
+"""The OpenAPI connector: loads a spec, serves each operation as a tool, calls the real API.
+
+Lifecycle: :meth:`start` loads the spec (file or URL, JSON/YAML, optionally gzip), maps it and opens
+one pooled ``aiohttp.ClientSession``; with ``refresh_s`` a background task re-fetches the spec
+(``If-None-Match`` with the last ETag) and, when it changed, swaps the mapping in one assignment and
+reports ``components_changed``. A spec that cannot be loaded raises :class:`loader.SpecError` from
+``start`` (this connector fails, not the gateway); a refresh that fails keeps the old mapping.
+
+A call: arguments → :func:`request.build_request` → openapi-core validation (nothing is sent when it
+fails; the error names the argument) → credentials → HTTP with timeout, size limit and retries for
+idempotent methods only → a ``CallToolResult`` (text, plus ``structuredContent`` for JSON). Non-2xx
+raises ``ToolExecutionError(status=...)`` with the status and an excerpt of the body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, unquote
+
+import aiohttp
+from yarl import URL
+
+from connectors.base import Connector, ConnectorEvents, Health, ResourceTemplateSpec, ToolSpec
+from gateway.protocol.errors import BackendUnavailable, InvalidParams, ResourceNotFound, ToolExecutionError
+from gateway.telemetry import tracing
+
+from . import loader
+from .auth import Authenticator
+from .config import OpenAPIConfig
+from .mapping import MappedSpec, Operation, map_spec, uri_template_for
+from .refs import PointerError
+from .request import ArgumentError, PreparedRequest, build_request, server_url
+from .validate import RequestValidator, describe
+
+if TYPE_CHECKING:
+    from gateway.context import CallContext
+
+__all__ = ["OpenAPIConnector"]
+
+_RETRY_STATUS = frozenset({502, 503, 504})
+_EXCERPT = 2000
+
+
+class _State:
+    """Everything derived from one version of the spec; replaced as a whole on refresh."""
+
+    def __init__(self, doc: dict[str, Any], mapped: MappedSpec, connector: str, cfg: OpenAPIConfig) -> None:
+        self.doc = doc
+        self.mapped = mapped
+        self.tools = {op.name: op for op in mapped.operations if op.route == "tool"}
+        self.templates = {op.name: op for op in mapped.operations if op.route == "resource"}
+        self.tool_specs = tuple(ToolSpec(name, op.definition) for name, op in self.tools.items())
+        self.template_specs = tuple(_template_spec(connector, op) for op in self.templates.values())
+        self.template_patterns = [(_uri_regex(uri_template_for(connector, op)), op) for op in self.templates.values()]
+        spec_server = server_url(mapped.servers, cfg.server_variables)
+        self.base_url = (cfg.base_url or spec_server).rstrip("/")
+        self.validator = RequestValidator(doc, spec_server, mapped.version)
+        self.auth = Authenticator(cfg.auth, mapped.security_schemes)
+
+
+def _template_spec(connector: str, op: Operation) -> ResourceTemplateSpec:
+    d = op.definition
+    definition = {"uriTemplate": uri_template_for(connector, op), "name": op.name}
+    for k in ("title", "description"):
+        if k in d:
+            definition[k] = d[k]
+    definition["mimeType"] = "application/json"
+    return ResourceTemplateSpec(definition["uriTemplate"], op.name, definition)
+
+
+def _uri_regex(template: str) -> re.Pattern[str]:
+    base, _, _ = template.partition("{?")
+    out, pos = "", 0
+    for m in re.finditer(r"\{([^}]+)\}", base):
+        out += re.escape(base[pos:m.start()]) + f"(?P<{_group(m.group(1))}>[^/?#]+)"
+        pos = m.end()
+    return re.compile("^" + out + re.escape(base[pos:]) + r"(?:\?(?P<__query>.*))?$")
+
+
+def _group(name: str) -> str:
+    return "g_" + re.sub(r"\W", "_", name) + "_" + hashlib.sha1(name.encode()).hexdigest()[:6]
+
+
+class OpenAPIConnector(Connector):
+    kind = "openapi"
+    config_model = OpenAPIConfig
+    config: OpenAPIConfig
+
+    def __init__(self, config: OpenAPIConfig, base_dir: Path = Path(".")) -> None:
+        super().__init__(config, base_dir)
+        self._state: _State | None = None
+        self._http: aiohttp.ClientSession | None = None
+        self._refresh_task: asyncio.Task[None] | None = None
+        self._etag: str | None = None
+        self._digest: str | None = None
+        self._health = Health(False, "not started")
+        self._source = config.spec if loader.is_url(config.spec) else str(self._resolve(config.spec))
+
+    def _resolve(self, spec: str) -> Path:
+        p = Path(spec[7:] if spec.startswith("file://") else spec)
+        return p if p.is_absolute() else self.base_dir / p
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self, events: ConnectorEvents) -> None:
+        self.events = events
+        if self._http is None:
+            self._http = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self.config.request_timeout_s),
+                connector=aiohttp.TCPConnector(limit=self.config.max_concurrency or 100),
+                cookie_jar=aiohttp.DummyCookieJar(),  # cookies are per call, never shared between callers
+            )
+        try:
+            self._state = None
+            await self.load()
+            assert self._state is not None
+        except BaseException:
+            await self.stop()
+            raise
+        self._health = Health(True, f"{len(self._state.tools)} tools")
+        if self.config.refresh_s and self._refresh_task is None:
+            self._refresh_task = asyncio.create_task(self._refresh_loop(), name=f"openapi-refresh-{self.name}")
+
+    async def stop(self) -> None:
+        task, self._refresh_task = self._refresh_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        http, self._http = self._http, None
+        if http is not None:
+            await http.close()
+        self._health = Health(False, "stopped")
+
+    def health(self) -> Health:
+        return self._health
+
+    def capabilities(self) -> set[str]:
+        caps = {"tools"}
+        if self.config.routes:
+            caps.add("resources")
+        return caps
+
+    # -- loading -----------------------------------------------------------------------------
+    async def _fetch_url(self, url: str, conditional: bool = False) -> bytes | None:
+        assert self._http is not None
+        headers = {"Accept": "application/json, application/yaml;q=0.9, */*;q=0.5"}
+        if conditional and self._etag:
+            headers["If-None-Match"] = self._etag
+        try:
+            async with self._http.get(url, headers=headers,
+                                      timeout=aiohttp.ClientTimeout(total=self.config.spec_timeout_s)) as resp:
+                if resp.status == 304:
+                    return None
+                if resp.status != 200:
+                    raise loader.SpecError(f"fetching the spec returned HTTP {resp.status}", url)
+                data = await _read_limited(resp, self.config.max_spec_bytes)
+                if data is None:
+                    raise loader.SpecError(f"the spec is larger than max_spec_bytes={self.config.max_spec_bytes}", url)
+                if url == self._source:
+                    self._etag = resp.headers.get("ETag")
+                return data
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise loader.SpecError(f"cannot fetch the spec: {type(exc).__name__}: {exc}", url) from None
+
+    async def _fetch_spec(self, conditional: bool) -> bytes | None:
+        if loader.is_url(self._source):
+            return await self._fetch_url(self._source, conditional)
+        return await loader.read_source(self._source, self._fetch_url)
+
+    def _build_doc(self, doc: dict[str, Any], version: str) -> _State:
+        try:
+            mapped = map_spec(doc, version, self.config, self._source)
+        except PointerError as exc:
+            raise loader.SpecError(f"unresolvable $ref {exc.ref!r}", f"{self._source}{exc.where}") from None
+        return _State(doc, mapped, self.name, self.config)
+
+    async def load(self) -> None:
+        """(Re)load now: bundle external refs too (async), then swap the state."""
+        raw = await self._fetch_spec(conditional=self._state is not None)
+        if raw is None:
+            return
+        if self._state is not None and hashlib.sha256(raw).hexdigest() == self._digest:
+            return
+        self._digest = hashlib.sha256(raw).hexdigest()
+        doc = loader.parse_document(raw, self._source)
+        version = loader.check_version(doc, self._source)
+        doc = await loader.bundle(doc, raw, self._source, self._fetch_url)
+        old = self._state
+        self._state = self._build_doc(doc, version)
+        if old is not None and self.events is not None and _listing(old) != _listing(self._state):
+            self.events.components_changed()
+
+    async def _refresh_loop(self) -> None:
+        assert self.config.refresh_s
+        while True:
+            await asyncio.sleep(self.config.refresh_s)
+            try:
+                await self.load()
+            except loader.SpecError as exc:
+                if self.events is not None:
+                    self.events.log("warning", {"connector": self.name, "error": str(exc)}, "openapi")
+
+    # -- components --------------------------------------------------------------------------
+    def tools(self) -> tuple[ToolSpec, ...]:
+        return self._state.tool_specs if self._state else ()
+
+    def resource_templates(self) -> tuple[ResourceTemplateSpec, ...]:
+        return self._state.template_specs if self._state else ()
+
+    def owns_uri(self, uri: str) -> bool:
+        return self._match_uri(uri) is not None
+
+    def _match_uri(self, uri: str) -> tuple[Operation, dict[str, Any]] | None:
+        if self._state is None or not uri.startswith(f"openapi://{self.name}/"):
+            return None
+        for pattern, op in self._state.template_patterns:
+            m = pattern.match(uri)
+            if m is None:
+                continue
+            args: dict[str, Any] = {}
+            for a in op.args:
+                if a.location == "path":
+                    args[a.arg] = unquote(m.group(_group(a.arg)))
+            query = m.group("__query")
+            if query:
+                for k, v in parse_qsl(query, keep_blank_values=True):
+                    if k in op.by_arg:
+                        args[k] = v
+            return op, args
+        return None
+
+    # -- calls -------------------------------------------------------------------------------
+    async def call_tool(self, name: str, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        state = self._state
+        op = state.tools.get(name) if state else None
+        if op is None or state is None:
+            raise InvalidParams(f"Unknown tool: {name}")
+        return await self._call(state, op, arguments or {}, ctx)
+
+    async def read_resource(self, uri: str, ctx: CallContext) -> dict[str, Any]:
+        state = self._state
+        found = self._match_uri(uri)
+        if found is None or state is None:
+            raise ResourceNotFound(uri)
+        op, args = found
+        args = _coerce(op, args)
+        result = await self._call(state, op, args, ctx)
+        structured = result.get("structuredContent")
+        if structured is not None:
+            text = json.dumps(structured, ensure_ascii=False)
+            return {"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}
+        item = result["content"][0] if result.get("content") else {"type": "text", "text": ""}
+        return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": item.get("text", "")}]}
+
+    async def _call(self, state: _State, op: Operation, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        ctx.notes["backend_target"] = f"{op.method} {op.path}"
+        try:
+            req = build_request(op, arguments)
+        except ArgumentError as exc:
+            raise ToolExecutionError(f"Invalid arguments for {op.name}: {exc}", status="invalid_arguments") from None
+        if self.config.validate_requests:
+            errors = state.validator.errors(req, server_url(op.servers, self.config.server_variables)
+                                            if op.servers else None)
+            if errors:
+                raise ToolExecutionError(f"Invalid arguments for {op.name}: {describe(errors)}. No request was sent.",
+                                         status="invalid_arguments")
+        if self._http is None:
+            raise BackendUnavailable(f"connector {self.name} is not running")
+        for k, v in self.config.headers.items():
+            req.headers.setdefault(k, v)
+        requirements = op.security if op.security is not None else state.mapped.security
+        await state.auth.apply(req, requirements, self._http, op.wants_authorization)
+        if self.config.auth.forward_caller:
+            token = ctx.notes.get("caller_authorization") or getattr(ctx.session, "authorization", None)
+            if token:
+                req.headers["Authorization"] = token
+        # A CLIENT span for the backend call (retries included); the backend gets its traceparent.
+        with tracing.backend_call(self.name, "openapi", f"{op.method} {op.path}",
+                                  {"http.request.method": op.method, "http.route": op.path}) as call:
+            tracing.inject(req.headers)
+            try:
+                return await self._send(state, op, req, ctx)
+            finally:
+                if isinstance(ctx.notes.get("backend_status"), int):
+                    call.status(ctx.notes["backend_status"])
+
+    async def _send(self, state: _State, op: Operation, req: PreparedRequest, ctx: CallContext) -> dict[str, Any]:
+        assert self._http is not None
+        url = URL(state.base_url + req.target(), encoded=True)
+        headers = dict(req.headers)
+        headers.setdefault("Accept", "application/json, */*;q=0.5")
+        if req.content_type:
+            headers["Content-Type"] = req.content_type
+        if req.cookies:
+            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in req.cookies.items())
+        attempts = 1 + (self.config.retries if op.idempotent else 0)
+        for attempt in range(attempts):
+            timeout = self.config.request_timeout_s
+            remaining = ctx.remaining()
+            if remaining is not None:
+                timeout = min(timeout, max(remaining, 0.001))
+            try:
+                async with self._http.request(req.method, url, headers=headers, data=req.body,
+                                              timeout=aiohttp.ClientTimeout(total=timeout),
+                                              allow_redirects=op.idempotent) as resp:
+                    if resp.status in _RETRY_STATUS and attempt + 1 < attempts:
+                        await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
+                        continue
+                    data = await _read_limited(resp, self.config.max_response_bytes)
+                    ctx.notes["backend_status"] = resp.status
+                    if data is None:
+                        raise ToolExecutionError(
+                            f"{op.method} {op.path}: the response exceeded {self.config.max_response_bytes} bytes",
+                            status=resp.status)
+                    return _result(op, resp.status, resp.reason or "", resp.content_type, data)
+            except (aiohttp.ClientConnectionError, TimeoutError) as exc:
+                if attempt + 1 < attempts and not isinstance(exc, TimeoutError):
+                    await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
+                    continue
+                what = "timed out" if isinstance(exc, TimeoutError) else f"failed ({type(exc).__name__})"
+                raise ToolExecutionError(f"{op.method} {op.path}: the request {what}", status="unreachable") from None
+            except aiohttp.ClientError as exc:
+                raise ToolExecutionError(f"{op.method} {op.path}: {type(exc).__name__}", status="error") from None
+        raise ToolExecutionError(f"{op.method} {op.path}: no response", status="unreachable")
+
+
+async def _read_limited(resp: aiohttp.ClientResponse, limit: int) -> bytes | None:
+    if resp.content_length is not None and resp.content_length > limit:
+        return None
+    chunks, size = [], 0
+    async for chunk in resp.content.iter_chunked(65536):
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _is_json(content_type: str) -> bool:
+    ct = content_type.lower()
+    return ct == "application/json" or ct.endswith("+json")
+
+
+def _result(op: Operation, status: int, reason: str, content_type: str, data: bytes) -> dict[str, Any]:
+    parsed: Any = None
+    is_json = False
+    if data and (_is_json(content_type) or (not content_type or content_type == "application/octet-stream")
+                 and data[:1] in (b"{", b"[")):
+        try:
+            parsed = json.loads(data)
+            is_json = True
+        except ValueError:
+            pass
+    text = data.decode("utf-8", errors="replace") if (is_json or _is_textual(content_type, data)) else None
+    if not 200 <= status < 300:
+        excerpt = (text if text is not None else f"<{len(data)} bytes of {content_type}>")[:_EXCERPT]
+        structured = {"status": status, "body": parsed} if is_json else None
+        raise ToolExecutionError(f"HTTP {status} {reason} from {op.method} {op.path}: {excerpt}".rstrip(": "),
+                                 status=status, structured=structured)
+    if not data:
+        return {"content": [{"type": "text", "text": f"HTTP {status} {reason}".strip()}]}
+    if is_json:
+        structured = parsed if isinstance(parsed, dict) else {"result": parsed}
+        if "outputSchema" not in op.definition or isinstance(parsed, dict):
+            return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
+        return {"content": [{"type": "text", "text": text}]}
+    if text is not None:
+        return {"content": [{"type": "text", "text": text}]}
+    b64 = base64.b64encode(data).decode()
+    if content_type.startswith("image/"):
+        return {"content": [{"type": "image", "data": b64, "mimeType": content_type}]}
+    return {"content": [{"type": "resource", "resource": {
+        "uri": f"openapi://response{op.path}", "mimeType": content_type or "application/octet-stream", "blob": b64}}]}
+
+
+def _is_textual(content_type: str, data: bytes) -> bool:
+    ct = content_type.lower()
+    if ct.startswith("text/") or ct.endswith(("+xml", "/xml", "/yaml", "/javascript")):
+        return True
+    if ct and ct != "application/octet-stream":
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _coerce(op: Operation, args: dict[str, Any]) -> dict[str, Any]:
+    """URI values are strings; convert them to the types the inputSchema declares."""
+    props = op.definition["inputSchema"].get("properties", {})
+    out: dict[str, Any] = {}
+    for k, v in args.items():
+        t = props.get(k, {}).get("type") if isinstance(props.get(k), dict) else None
+        types = t if isinstance(t, list) else [t]
+        try:
+            if "integer" in types:
+                v = int(v)
+            elif "number" in types:
+                v = float(v)
+            elif "boolean" in types:
+                v = v.lower() == "true"
+        except (TypeError, ValueError):
+            pass
+        out[k] = v
+    return out
+
+
+def _listing(state: _State) -> str:
+    return json.dumps([[t.definition for t in state.tool_specs], [t.definition for t in state.template_specs]],
+                      sort_keys=True, default=str)

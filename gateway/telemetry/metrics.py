@@ -1,0 +1,310 @@
+"""Every Prometheus metric the gateway exports, defined once, with bounded label sets.
+
+This module is the single source of metric names: code that records a value imports the object from
+here, Grafana dashboards may query only names listed in :data:`METRIC_NAMES` (a test enforces it),
+and nothing else calls ``prometheus_client.Counter(...)``. All metrics live in :data:`REGISTRY`, a
+registry of our own, which ``GET /metrics`` serves.
+
+Label cardinality is bounded by construction: labels carry only values from closed sets (MCP
+methods, outcomes, scopes) or from the configuration (connector names, public tool/prompt names
+the catalog resolved). :func:`bounded` is the last line of defence: past :data:`MAX_LABEL_VALUES`
+distinct values per label, new values collapse to ``"_other"``. Arguments, session ids, principals
+and free text are never labels.
+
+Who records what (so each value has exactly one writer):
+
+* ``gateway.filters.telemetry`` — requests, request durations, in-flight requests, rate-limited and
+  denied calls (from the outcome of every MCP request, so rejections are counted too).
+* connectors, through ``gateway.telemetry.tracing.backend_call`` — backend call durations.
+* ``gateway.audit`` — the ``AUDIT_*`` metrics (queue depth, written, spilled, dropped).
+* ``gateway.filters.ratelimit`` — :data:`RATE_LIMIT_BACKEND_ERRORS`.
+* ``gateway.auth`` — :data:`AUTH_FAILURES` (HTTP requests refused before any session exists).
+* ``gateway.app`` (reload) — :data:`CONFIG_RELOADS`, :data:`CONFIG_LAST_RELOAD`.
+* the gateway's connector events — :data:`CONNECTOR_RECONNECTS` (via :func:`connector_health_changed`).
+* :class:`GatewayStateCollector` at scrape time — sessions, connector health, catalog sizes (read
+  from the live gateways, so the hot path pays nothing for them).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Info,
+    disable_created_metrics,
+    gc_collector,
+    platform_collector,
+    process_collector,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+__all__ = [
+    "REGISTRY",
+    "NAMESPACE",
+    "MAX_LABEL_VALUES",
+    "OTHER",
+    "METHODS",
+    "OUTCOMES",
+    "bounded",
+    "method_label",
+    "REQUESTS",
+    "REQUEST_DURATION",
+    "IN_FLIGHT",
+    "BACKEND_CALL_DURATION",
+    "RATE_LIMITED",
+    "DENIED",
+    "RATE_LIMIT_BACKEND_ERRORS",
+    "AUTH_FAILURES",
+    "SESSIONS_ACTIVE",
+    "CONNECTOR_UP",
+    "CONNECTOR_RECONNECTS",
+    "CATALOG_ITEMS",
+    "CONFIG_RELOADS",
+    "CONFIG_LAST_RELOAD",
+    "AUDIT_QUEUE_DEPTH",
+    "AUDIT_EVENTS_WRITTEN",
+    "AUDIT_EVENTS_SPILLED",
+    "AUDIT_EVENTS_DROPPED",
+    "BUILD_INFO",
+    "METRIC_NAMES",
+    "GatewayStateCollector",
+    "STATE",
+    "connector_health_changed",
+]
+
+NAMESPACE = "mcp_gateway"
+# ``*_created`` series double the exposition for no dashboard's benefit.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+REGISTRY = CollectorRegistry(auto_describe=True)
+process_collector.ProcessCollector(registry=REGISTRY)
+platform_collector.PlatformCollector(registry=REGISTRY)
+gc_collector.GCCollector(registry=REGISTRY)
+
+MAX_LABEL_VALUES = 1000
+OTHER = "_other"
+
+# Closed sets: anything outside them is reported as OTHER.
+METHODS = frozenset({
+    "initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/templates/list",
+    "resources/read", "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get",
+    "completion/complete", "logging/setLevel",
+})
+OUTCOMES = ("ok", "tool_error", "denied", "rate_limited", "invalid", "not_found", "timeout",
+            "cancelled", "error")
+
+# Latency buckets from 1 ms to 60 s: gateway overhead is sub-millisecond, backends take longer.
+_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+# -- requests (gateway.filters.telemetry) -----------------------------------------------------------
+REQUESTS = Counter(
+    "requests", "MCP requests served, by method, connector, public target and outcome.",
+    ("method", "connector", "target", "outcome"), namespace=NAMESPACE, registry=REGISTRY)
+REQUEST_DURATION = Histogram(
+    "request_duration_seconds", "Time to serve one MCP request through the whole filter chain.",
+    ("method", "connector", "target", "outcome"), namespace=NAMESPACE, registry=REGISTRY,
+    buckets=_BUCKETS)
+IN_FLIGHT = Gauge(
+    "requests_in_flight", "MCP requests currently being served.", namespace=NAMESPACE,
+    registry=REGISTRY)
+RATE_LIMITED = Counter(
+    "rate_limited", "Calls refused by a rate limit, by the rule scope that refused them.",
+    ("connector", "scope"), namespace=NAMESPACE, registry=REGISTRY)
+DENIED = Counter(
+    "denied", "Calls refused by an access rule (authorization, after authentication).",
+    ("method", "connector"), namespace=NAMESPACE, registry=REGISTRY)
+RATE_LIMIT_BACKEND_ERRORS = Counter(
+    "rate_limit_backend_errors",
+    "Rate-limit backend failures (Redis down...), by backend and the decision applied (allow | deny).",
+    ("backend", "decision"), namespace=NAMESPACE, registry=REGISTRY)
+AUTH_FAILURES = Counter(
+    "auth_failures", "HTTP requests refused by authentication (reason: missing | invalid | expired).",
+    ("reason",), namespace=NAMESPACE, registry=REGISTRY)
+
+# -- backends (connectors, through tracing.backend_call) --------------------------------------------
+BACKEND_CALL_DURATION = Histogram(
+    "backend_call_duration_seconds",
+    "Time a connector spent on its backend (HTTP request, SQL statement, upstream MCP request).",
+    ("connector", "kind", "outcome"), namespace=NAMESPACE, registry=REGISTRY, buckets=_BUCKETS)
+
+# -- connectors -------------------------------------------------------------------------------------
+CONNECTOR_RECONNECTS = Counter(
+    "connector_reconnects", "Times a connector came back up after being down.",
+    ("connector",), namespace=NAMESPACE, registry=REGISTRY)
+
+# -- configuration (gateway.app reload) -------------------------------------------------------------
+CONFIG_RELOADS = Counter(
+    "config_reloads", "Configuration reloads attempted, by result (ok | failed).",
+    ("result",), namespace=NAMESPACE, registry=REGISTRY)
+CONFIG_LAST_RELOAD = Gauge(
+    "config_last_reload_success_timestamp_seconds", "Unix time of the last successful config load.",
+    namespace=NAMESPACE, registry=REGISTRY)
+
+# -- audit pipeline (gateway.audit) -----------------------------------------------------------------
+AUDIT_QUEUE_DEPTH = Gauge(
+    "audit_queue_depth", "Audit events waiting in memory to be written.",
+    namespace=NAMESPACE, registry=REGISTRY)
+AUDIT_EVENTS_WRITTEN = Counter(
+    "audit_events_written", "Audit events written, by sink (store | jsonl | spill_replay).",
+    ("sink",), namespace=NAMESPACE, registry=REGISTRY)
+AUDIT_EVENTS_SPILLED = Counter(
+    "audit_events_spilled", "Audit events spilled to the local file because the store was slow or down.",
+    namespace=NAMESPACE, registry=REGISTRY)
+AUDIT_EVENTS_DROPPED = Counter(
+    "audit_events_dropped", "Audit events lost (queue full and spill impossible).",
+    namespace=NAMESPACE, registry=REGISTRY)
+
+BUILD_INFO = Info("build", "Gateway version.", namespace=NAMESPACE, registry=REGISTRY)
+
+# Scrape-time gauges (GatewayStateCollector); declared here so the names live in this module too.
+SESSIONS_ACTIVE = f"{NAMESPACE}_sessions_active"
+CONNECTOR_UP = f"{NAMESPACE}_connector_up"
+CATALOG_ITEMS = f"{NAMESPACE}_catalog_items"
+
+
+def _exported_names() -> frozenset[str]:
+    """Every series name a query may use: counters' _total/_created, histograms' _bucket/_sum/_count."""
+    names = {SESSIONS_ACTIVE, CONNECTOR_UP, CATALOG_ITEMS}
+    for metric in (REQUESTS, REQUEST_DURATION, IN_FLIGHT, RATE_LIMITED, DENIED, AUTH_FAILURES,
+                   RATE_LIMIT_BACKEND_ERRORS,
+                   BACKEND_CALL_DURATION, CONNECTOR_RECONNECTS, CONFIG_RELOADS, CONFIG_LAST_RELOAD,
+                   AUDIT_QUEUE_DEPTH, AUDIT_EVENTS_WRITTEN, AUDIT_EVENTS_SPILLED, AUDIT_EVENTS_DROPPED,
+                   BUILD_INFO):
+        for family in metric.describe():
+            names.add(family.name)
+            if family.type == "counter":
+                names.add(family.name + "_total")
+            elif family.type == "histogram":
+                names.update(family.name + s for s in ("_bucket", "_sum", "_count"))
+            elif family.type == "info":
+                names.add(family.name + "_info")
+    return frozenset(names)
+
+
+METRIC_NAMES: frozenset[str] = _exported_names()
+
+
+# -- bounded labels ---------------------------------------------------------------------------------
+_seen: dict[str, set[str]] = {}
+_seen_lock = threading.Lock()
+
+
+def bounded(label: str, value: str) -> str:
+    """``value`` while fewer than MAX_LABEL_VALUES distinct values were seen for ``label``, else OTHER."""
+    seen = _seen.get(label)
+    if seen is not None and value in seen:
+        return value
+    with _seen_lock:
+        seen = _seen.setdefault(label, set())
+        if value in seen:
+            return value
+        if len(seen) >= MAX_LABEL_VALUES:
+            return OTHER
+        seen.add(value)
+        return value
+
+
+def method_label(method: str) -> str:
+    return method if method in METHODS else OTHER
+
+
+# -- scrape-time state --------------------------------------------------------------------------------
+class GatewayStateCollector(Collector):
+    """Reads live gateways when Prometheus scrapes: sessions by transport, connector up, catalog sizes.
+
+    Gateways register themselves (the telemetry filter does it at start and unregisters at stop);
+    several gateways in one process (tests) are summed, which is what one process would report.
+    """
+
+    def __init__(self) -> None:
+        self._gateways: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def add(self, gateway: Any) -> None:
+        self._gateways.add(gateway)
+
+    def discard(self, gateway: Any) -> None:
+        self._gateways.discard(gateway)
+
+    def describe(self) -> Iterable[GaugeMetricFamily]:
+        return list(self._families())
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        sessions: dict[str, float] = {}
+        up: dict[tuple[str, str], float] = {}
+        items: dict[tuple[str, str], float] = {}
+        for gw in list(self._gateways):
+            for session in list(_values(getattr(gw, "sessions", None))):
+                transport = str(getattr(session, "transport", "") or "unknown")
+                sessions[transport] = sessions.get(transport, 0) + 1
+            for name, conn in list(_items(getattr(gw, "connectors", None))):
+                try:
+                    healthy = bool(conn.health().up)
+                except Exception:  # a broken health() must not break the scrape
+                    healthy = False
+                up[(name, str(getattr(conn, "kind", "")))] = 1.0 if healthy else 0.0
+                for kind in ("tools", "resources", "resource_templates", "prompts"):
+                    try:
+                        # A connector that is down contributes nothing to the catalog.
+                        count = len(getattr(conn, kind)()) if healthy else 0
+                    except Exception:
+                        count = 0
+                    key = (name, kind)
+                    items[key] = items.get(key, 0) + count
+            config = getattr(gw, "config", None)
+            for name in list(getattr(gw, "failed", None) or ()):
+                cfg = config.connector(name) if config is not None else None
+                up[(name, str(getattr(cfg, "type", "")))] = 0.0
+        s_fam, up_fam, cat_fam = self._families()
+        for transport in ("stdio", "streamable_http", "sse"):
+            sessions.setdefault(transport, 0)
+        for transport, n in sorted(sessions.items()):
+            s_fam.add_metric([transport], n)
+        for (name, kind), value in sorted(up.items()):
+            up_fam.add_metric([name, kind], value)
+        for (name, kind), n in sorted(items.items()):
+            cat_fam.add_metric([name, kind], n)
+        return [s_fam, up_fam, cat_fam]
+
+    @staticmethod
+    def _families() -> Iterator[GaugeMetricFamily]:
+        yield GaugeMetricFamily(SESSIONS_ACTIVE, "Downstream MCP sessions open, by transport.",
+                                labels=("transport",))
+        yield GaugeMetricFamily(CONNECTOR_UP, "1 when the connector's backend is healthy, else 0.",
+                                labels=("connector", "type"))
+        yield GaugeMetricFamily(CATALOG_ITEMS, "Components each connector exposes, by kind.",
+                                labels=("connector", "kind"))
+
+
+def _values(container: Any) -> Iterable[Any]:
+    if container is None:
+        return ()
+    values: Iterable[Any] = container.values() if hasattr(container, "values") else container
+    return values
+
+
+def _items(container: Any) -> Iterable[tuple[str, Any]]:
+    if container is None:
+        return ()
+    return container.items() if hasattr(container, "items") else ()
+
+
+STATE = GatewayStateCollector()
+REGISTRY.register(STATE)
+
+# Last known health per connector, so only a down → up transition counts as a reconnect.
+_last_up: dict[str, bool] = {}
+
+
+def connector_health_changed(connector: str, up: bool) -> None:
+    """Record a health report; a connector that was down and is up again counts one reconnect."""
+    was_up = _last_up.get(connector)
+    _last_up[connector] = up
+    if up and was_up is False:
+        CONNECTOR_RECONNECTS.labels(bounded("connector", connector)).inc()

@@ -1,0 +1,88 @@
+"""End to end: the official MCP SDK client → the gateway (Streamable HTTP) → the OpenAPI connector
+→ a loopback upstream that validates every request against the spec."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+from aiohttp import web
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.support import running_gateway
+
+from .upstream import SPECS, load_doc, mock_upstream
+
+
+async def test_petstore_through_the_gateway_with_the_sdk_client() -> None:
+    def respond(request: web.Request, body: bytes) -> web.Response:
+        if request.path.endswith("/pet/404"):
+            return web.json_response({"message": "Pet not found"}, status=404)
+        if request.path.endswith("/inventory"):
+            return web.json_response({"available": 3, "sold": 1})
+        return web.json_response({"id": 7, "name": "rex", "photoUrls": [], "status": "available"})
+
+    async with mock_upstream(load_doc(SPECS["petstore"]), respond) as up:
+        config = f"""
+        gateway: {{page_size: 7}}
+        audit: {{enabled: false}}
+        connectors:
+          - name: petstore
+            type: openapi
+            spec: {SPECS["petstore"]}
+            base_url: {up.url}
+            auth: {{api_key: key-1, bearer: tok-1}}
+            exclude: {{operations: [deleteUser]}}
+            routes: [{{methods: [GET], path: "/pet/{{petId}}", route: resource}}]
+        """
+        async with running_gateway(config) as gw, streamable_http_client(gw.mcp_url) as (read, write, _), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            names: list[str] = []
+            cursor = None
+            while True:
+                page = await session.list_tools(cursor=cursor)
+                names += [t.name for t in page.tools]
+                cursor = page.nextCursor
+                if not cursor:
+                    break
+            assert len(names) == 18 and "petstore_addPet" in names  # 20 - deleteUser - getPetById
+            assert "petstore_deleteUser" not in names
+            result = await session.call_tool("petstore_getInventory", {})
+            assert not result.isError and result.structuredContent == {"available": 3, "sold": 1}
+            created = await session.call_tool("petstore_addPet", {"name": "rex", "photoUrls": []})
+            assert not created.isError and created.structuredContent["name"] == "rex"
+            assert json.loads(up.seen[-1]["body"]) == {"name": "rex", "photoUrls": []}
+            bad = await session.call_tool("petstore_updatePet", {"name": 5, "photoUrls": []})
+            assert bad.isError and "name" in bad.content[0].text
+            templates = await session.list_resource_templates()
+            assert [t.uriTemplate for t in templates.resourceTemplates] == ["openapi://petstore/pet/{petId}"]
+            read_back = await session.read_resource("openapi://petstore/pet/7")
+            assert json.loads(read_back.contents[0].text)["id"] == 7
+            assert all(not s["errors"] for s in up.seen)
+
+
+async def test_caller_credentials_are_forwarded_only_when_enabled() -> None:
+    """With auth.forward_caller the backend sees the downstream caller's own Authorization header;
+    without it the caller's credential never reaches the backend (getInventory uses api_key)."""
+    async with mock_upstream(load_doc(SPECS["petstore"]), check_security=False) as up:
+        for forward, expected in ((True, "Bearer caller-key"), (False, None)):
+            config = f"""
+            audit: {{enabled: false}}
+            auth: {{api_keys: [{{name: alice, key: caller-key}}]}}
+            connectors:
+              - name: petstore
+                type: openapi
+                spec: {SPECS["petstore"]}
+                base_url: {up.url}
+                auth: {{bearer: tok-1, forward_caller: {str(forward).lower()}}}
+            """
+            async with running_gateway(config) as gw, \
+                    httpx.AsyncClient(headers={"Authorization": "Bearer caller-key"}) as http, \
+                    streamable_http_client(gw.mcp_url, http_client=http) as (read, write, _), \
+                    ClientSession(read, write) as session:
+                await session.initialize()
+                result = await session.call_tool("petstore_getInventory", {})
+                assert not result.isError
+                assert up.seen[-1]["headers"].get("Authorization") == expected
