@@ -23,6 +23,14 @@ $(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-test
 	$(PIP) install -q -e '.[test,bench]'
 	touch $@
 
+# FastMCP (the peer the benches compare with) needs mcp>=2, which the test venv pins below 2:
+# it gets a venv of its own, which bench/openapi.py and bench/proxy.py run as a subprocess.
+FASTMCP_VENV := .venv-bench-fastmcp
+$(FASTMCP_VENV)/.installed:
+	$(PYTHON) -m venv $(FASTMCP_VENV)
+	$(FASTMCP_VENV)/bin/python -m pip install -q fastmcp
+	touch $@
+
 # Node packages for the tests (Node 22 for the conformance suite, server-everything upstream).
 node_modules/.installed: package.json
 	npm install --no-audit --no-fund --loglevel=error
@@ -41,7 +49,7 @@ lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check gateway connectors tests bench
 	$(VENV)/bin/mypy gateway/protocol gateway/policy
 
-bench: $(VENV)/.installed-bench node_modules/.installed
+bench: $(VENV)/.installed-bench node_modules/.installed $(FASTMCP_VENV)/.installed
 	for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:

@@ -1,0 +1,46 @@
+"""Hot reload keeps sessions, announces list changes, and refuses a colliding config whole."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import aiohttp
+import pytest
+
+from gateway.protocol.errors import ConfigError
+from tests.e2e.rawhttp import initialize, sse_events
+from tests.fuzz.strategies import static_config
+from tests.support import config_from, running_gateway
+
+EXTRA = """
+  - name: more
+    type: static
+    prefix: ""
+    prompts: [{name: fz_hello, messages: [{text: clash}]}]
+"""
+
+
+async def test_reload_adds_a_connector_and_refuses_a_collision() -> None:
+    async with running_gateway(static_config()) as gw, aiohttp.ClientSession() as http:
+        session = await initialize(http, gw.mcp_url)
+        stream = await http.get(gw.mcp_url, headers={**session.headers, "Accept": "text/event-stream"})
+        try:
+            # fz_hello from "more" (empty prefix) clashes with fz's hello (prefix fz_): refused whole.
+            with pytest.raises(ConfigError, match="collision"):
+                await gw.gateway.reload(config_from(static_config() + EXTRA))
+            assert gw.config.connector("more") is None and "more" not in gw.connectors
+            before = (await session.request("prompts/list"))["result"]["prompts"]
+            assert [p["name"] for p in before] == ["fz_greet", "fz_hello"]
+
+            fine = static_config() + EXTRA.replace("fz_hello", "bye")
+            outcome = await gw.gateway.reload(config_from(fine))
+            assert outcome == {"started": ["more"], "stopped": [], "kept": ["fz"]}
+            async with asyncio.timeout(5):
+                _, data = await anext(sse_events(stream))
+            assert json.loads(data)["method"] == "notifications/prompts/list_changed"
+            after = (await session.request("prompts/list"))["result"]["prompts"]
+            assert [p["name"] for p in after] == ["bye", "fz_greet"]
+            assert session.id in gw.sessions
+        finally:
+            stream.close()

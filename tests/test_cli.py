@@ -1,0 +1,163 @@
+"""The command line: validate (exit 0 / exit 2 with the precise error), list (text and --json,
+items exactly as */list sends them), and serve (the quickstart over Streamable HTTP, SIGHUP
+reload, SIGTERM exit)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import types
+
+from gateway.cli import main
+from tests.e2e import testkit
+from tests.e2e.clients import CORE_ONLY, sdk_client, write_static_config
+from tests.support import REPO, free_port, running_gateway
+
+
+def _cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], capture_output=True, text=True,
+                          timeout=60, cwd=cwd)
+
+
+def test_validate_ok_and_precise_errors(tmp_path: Path) -> None:
+    ok = _cli("validate", str(REPO / "examples" / "quickstart.yaml"))
+    assert ok.returncode == 0 and ok.stdout.strip().endswith(": OK")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("gateway:\n  name: x\nconnectors:\n  - {name: a, type: static}\n"
+                   "  - name: b\n    type: static\n    spec: ./openapi.yaml\n")
+    result = _cli("validate", str(bad))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == f"{bad}: connectors[1].spec (line 7): unknown key"
+    missing = _cli("validate", str(tmp_path / "nope.yaml"))
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+    assert _cli("validate").returncode == 2  # argparse usage error
+
+
+async def _live_listing(config_text: str, base_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every item of every listing, walking the pages over a live Streamable HTTP session."""
+    import aiohttp
+
+    from tests.e2e.rawhttp import initialize
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    async with running_gateway(config_text, base_dir=base_dir) as gw, aiohttp.ClientSession() as http:
+        session = await initialize(http, gw.mcp_url)
+        for key, method in (("tools", "tools/list"), ("resources", "resources/list"),
+                            ("resourceTemplates", "resources/templates/list"), ("prompts", "prompts/list")):
+            items: list[dict[str, Any]] = []
+            cursor = None
+            while True:
+                page = (await session.request(method, {"cursor": cursor} if cursor else {}))["result"]
+                items += page[key]
+                cursor = page.get("nextCursor")
+                if cursor is None:
+                    break
+            out[key] = items
+    return out
+
+
+def test_list_json_matches_a_live_listing(tmp_path: Path) -> None:
+    path = write_static_config(tmp_path, page_size=4)
+    result = _cli("list", str(path), "--json")
+    assert result.returncode == 0, result.stderr
+    printed = json.loads(result.stdout)
+    assert list(printed) == ["tools", "resources", "resourceTemplates", "prompts"]
+    live = asyncio.run(_live_listing(path.read_text(), tmp_path))
+    assert printed == live
+    assert len(printed["prompts"]) == 10 and len(printed["resources"]) == 11
+
+
+def test_list_json_with_tools_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    testkit.register(monkeypatch)
+    text = CORE_ONLY + "gateway: {page_size: 5}\nconnectors:\n  - {name: kit, type: testkit, tools: 12}\n"
+    path = tmp_path / "kit.yaml"
+    path.write_text(text)
+    assert main(["list", str(path), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    live = asyncio.run(_live_listing(text, tmp_path))
+    assert printed == live and len(printed["tools"]) == 16
+    assert main(["list", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "tools (16):" in out and "  kit_echo_000  - Echo number 0" in out and "prompts (0):" in out
+
+
+def test_list_text_and_failed_connectors(tmp_path: Path) -> None:
+    result = _cli("list", str(REPO / "examples" / "quickstart.yaml"))
+    assert result.returncode == 0
+    assert "prompts (2):" in result.stdout and "docs://logo  [logo]" in result.stdout
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(CORE_ONLY + "connectors:\n  - name: s\n    type: static\n    resources:\n"
+                      "      - {uri: 'x://1', name: one, path: ./missing.bin}\n")
+    failed = _cli("list", str(broken))
+    assert failed.returncode == 1
+    assert "connector s failed to start" in failed.stderr and "missing.bin" in failed.stderr
+
+
+async def test_serve_quickstart_reload_and_terminate(tmp_path: Path) -> None:
+    """`make run`'s command on a copy of the quickstart: an SDK client uses it, SIGHUP reloads the
+    file (sessions stay and hear list_changed), SIGTERM drains and exits 0."""
+    shutil.copytree(REPO / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("*.db*"))
+    config = tmp_path / "examples" / "quickstart.yaml"
+    config.write_text(config.read_text() + CORE_ONLY)
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway.cli", "serve", "--config", str(config), "--port", str(port),
+        stderr=asyncio.subprocess.PIPE, cwd=tmp_path)
+    changed = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ServerNotification) and \
+                isinstance(message.root, types.PromptListChangedNotification):
+            changed.set()
+
+    try:
+        assert proc.stderr is not None
+        async with asyncio.timeout(30):
+            while b"listening on" not in await proc.stderr.readline():
+                pass
+        async with sdk_client("streamable_http", url=f"http://127.0.0.1:{port}", message_handler=on_message) as session:
+            prompts = await session.list_prompts()
+            assert [p.name for p in prompts.prompts] == ["incident_review", "summarize"]
+            runbook = await session.read_resource("docs://runbook")  # type: ignore[arg-type]
+            assert isinstance(runbook.contents[0], types.TextResourceContents)
+            assert runbook.contents[0].text == (REPO / "examples" / "docs" / "runbook.md").read_text()
+            text = config.read_text().replace(
+                "    resources:",
+                "      - {name: added, messages: [{text: 'new'}]}\n    resources:", 1)
+            config.write_text(text)
+            # (The SDK opened its GET stream right after initialize, two round trips ago.)
+            proc.send_signal(signal.SIGHUP)
+            async with asyncio.timeout(10):
+                await changed.wait()
+            names = [p.name for p in (await session.list_prompts()).prompts]
+            assert names == ["added", "incident_review", "summarize"]
+        proc.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(30):
+            assert await proc.wait() == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def test_name_collision_is_a_start_up_error_naming_both(tmp_path: Path) -> None:
+    path = tmp_path / "clash.yaml"
+    path.write_text(CORE_ONLY + """connectors:
+  - {name: one, type: static, prefix: "", prompts: [{name: same, messages: [{text: a}]}]}
+  - {name: two, type: static, prefix: "", prompts: [{name: same, messages: [{text: b}]}]}
+""")
+    for args in (("list", str(path)), ("stdio", "--config", str(path))):
+        result = _cli(*args)
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr
+        assert "prompt name collision: 'same'" in result.stderr
+        assert "connector 'one'" in result.stderr and "connector 'two'" in result.stderr
