@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gateway.protocol.cursors import CursorCodec
-from gateway.protocol.errors import ConfigError, InvalidParams, ResourceNotFound
+from gateway.protocol.errors import BackendUnavailable, ConfigError, InvalidParams, ResourceNotFound
 from gateway.protocol.names import public_name
 
 if TYPE_CHECKING:
@@ -94,6 +94,7 @@ class Catalog:
         self.prefixes: dict[str, str] = {}
         self._snapshots: dict[str, Snapshot] = {key: _EMPTY for key, _ in LISTINGS.values()}
         self._uri_aliases: dict[str, str] = {}  # public URI → (connector's) local URI when namespaced
+        self._down: dict[str, Connector] = {}  # public tool/prompt name → its connector, while down
 
     # -- building ----------------------------------------------------------------------------
     def set_connectors(self, connectors: Sequence[tuple[Connector, str]]) -> None:
@@ -110,10 +111,17 @@ class Catalog:
         prompts: dict[str, Entry] = {}
         resources: list[tuple[Connector, Any]] = []
         templates: list[tuple[Connector, Any]] = []
+        down: dict[str, Connector] = {}
         for connector in self.connectors.values():
-            if not connector.health().up:
-                continue  # a connector that is down contributes nothing until it recovers
             prefix = self.prefixes[connector.name]
+            if not connector.health().up:
+                # A connector that is down contributes nothing until it recovers; calls to what
+                # it served fail fast naming it (BackendUnavailable) instead of "unknown tool".
+                for old in self._snapshots["tools"].entries + self._snapshots["prompts"].entries:
+                    if old.connector is connector:
+                        down[old.key] = connector
+                down.update({k: c for k, c in self._down.items() if c is connector})
+                continue
             for spec in connector.tools():
                 self._add(tools, "tool", public_name(prefix, spec.name), connector, spec.name, spec.definition, strict)
             for spec in connector.prompts():
@@ -132,6 +140,7 @@ class Catalog:
         changed = {k for k, snap in new.items() if [e.wire for e in snap.entries] != [e.wire for e in self._snapshots[k].entries]}
         self._snapshots = new
         self._uri_aliases = aliases | tpl_aliases
+        self._down = down
         return changed
 
     def _add(self, into: dict[str, Entry], kind: str, public: str, connector: Connector, local: str,
@@ -200,16 +209,24 @@ class Catalog:
             result["nextCursor"] = self.codec.encode(method, snap.keys[i - 1])
         return result
 
+    def _unavailable(self, kind: str, name: str) -> BackendUnavailable | None:
+        connector = self._down.get(name)
+        if connector is None:
+            return None
+        detail = connector.health().detail
+        return BackendUnavailable(f"The {kind} {name} is unavailable: connector {connector.name} is down"
+                                  + (f" ({detail})" if detail else ""), {"connector": connector.name})
+
     def tool(self, name: str) -> Entry:
         entry = self._snapshots["tools"].by_key.get(name)
         if entry is None:
-            raise InvalidParams(f"Unknown tool: {name}", {"name": name})
+            raise self._unavailable("tool", name) or InvalidParams(f"Unknown tool: {name}", {"name": name})
         return entry
 
     def prompt(self, name: str) -> Entry:
         entry = self._snapshots["prompts"].by_key.get(name)
         if entry is None:
-            raise InvalidParams(f"Unknown prompt: {name}", {"name": name})
+            raise self._unavailable("prompt", name) or InvalidParams(f"Unknown prompt: {name}", {"name": name})
         return entry
 
     def resource_owner(self, uri: str) -> tuple[Connector, str, str]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.context import CallContext
 from gateway.filters import Filter, Handler, compose
-from gateway.protocol.errors import InvalidParams, MethodNotFound, ToolExecutionError
+from gateway.protocol.errors import InvalidParams, MethodNotFound, ProtocolError, ToolExecutionError
 from gateway.protocol.shaping import shape_result
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ class Dispatcher:
                 connector = catalog.prompt(target).connector
             else:
                 return default
-        except InvalidParams:
+        except ProtocolError:  # unknown or unavailable: the endpoint reports it inside the chain
             return default
         return connector.config.timeout_s or default
 

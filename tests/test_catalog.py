@@ -21,7 +21,7 @@ from gateway.catalog import Catalog, template_matches
 from gateway.config import ConnectorConfig
 from gateway.context import CallContext
 from gateway.protocol.cursors import CursorCodec
-from gateway.protocol.errors import ConfigError, InvalidParams, ResourceNotFound
+from gateway.protocol.errors import BackendUnavailable, ConfigError, InvalidParams, ResourceNotFound
 
 
 class Fake(Connector):
@@ -225,3 +225,23 @@ def test_down_connectors_contribute_nothing_and_capabilities() -> None:
     assert catalog.rebuild() == set()  # nothing changed: nothing to announce
     only_tools = _catalog((Fake("t", tools=["x"]), ""))
     assert set(only_tools.capabilities()) == {"logging", "tools"}
+
+
+def test_calls_to_a_down_connector_fail_fast_naming_it() -> None:
+    """While a connector is down its tools are hidden, but calling one says the connector is down
+    (BackendUnavailable) rather than "unknown tool"; after recovery the tool resolves again."""
+    flaky = Fake("flaky", tools=["t"], prompts=["p"])
+    catalog = _catalog((flaky, "f_"), (Fake("other", tools=["x"]), "o_"))
+    flaky.up = False
+    catalog.rebuild()
+    catalog.rebuild()  # a second rebuild while down still remembers what it served
+    for resolve, name in ((catalog.tool, "f_t"), (catalog.prompt, "f_p")):
+        with pytest.raises(BackendUnavailable) as info:
+            resolve(name)
+        assert "flaky" in info.value.message and info.value.data == {"connector": "flaky"}
+    with pytest.raises(InvalidParams):
+        catalog.tool("f_never_existed")
+    assert catalog.tool("o_x").connector.name == "other"
+    flaky.up = True
+    catalog.rebuild()
+    assert catalog.tool("f_t").local == "t"

@@ -93,7 +93,7 @@ def test_list_json_with_tools_in_process(tmp_path: Path, monkeypatch: pytest.Mon
 def test_list_text_and_failed_connectors(tmp_path: Path) -> None:
     result = _cli("list", str(REPO / "examples" / "quickstart.yaml"))
     assert result.returncode == 0
-    assert "prompts (2):" in result.stdout and "docs://logo  [logo]" in result.stdout
+    assert "prompts (4):" in result.stdout and "docs://logo  [logo]" in result.stdout  # team 2 + shop 2
     broken = tmp_path / "broken.yaml"
     broken.write_text(CORE_ONLY + "connectors:\n  - name: s\n    type: static\n    resources:\n"
                       "      - {uri: 'x://1', name: one, path: ./missing.bin}\n")

@@ -1,0 +1,110 @@
+"""Config model of a ``type: sql`` connector entry.
+
+``url`` is a SQLAlchemy async URL: ``postgresql+asyncpg://...`` or ``sqlite+aiosqlite:///path``
+(a relative SQLite path resolves against the config file's folder). Named queries are validated
+here, at load time: every ``:name`` placeholder in their SQL must be declared under ``params`` and
+every declared parameter must be used, so a typo fails ``mcp-gateway validate`` and not a call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+from sqlalchemy.engine import make_url
+
+from gateway.config import ConnectorConfig, Model
+
+from .statements import StatementError, check_single_statement, named_placeholders
+
+__all__ = ["QueryParam", "NamedQuery", "SQLConfig", "BUILTIN_TOOLS"]
+
+# Local tool names the connector always defines; a named query may not reuse them.
+BUILTIN_TOOLS = frozenset({"query", "list_tables", "describe_table", "explain", "execute"})
+
+
+class QueryParam(Model):
+    """One bound parameter of a named query (JSON Schema-like keys)."""
+
+    type: Literal["string", "integer", "number", "boolean", "date", "datetime"] = "string"
+    description: str | None = None
+    default: Any = None
+    enum: tuple[Any, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    min_length: int | None = Field(None, ge=0)
+    max_length: int | None = Field(None, ge=0)
+    pattern: str | None = None
+    # Required unless a default is given (explicit ``required: false`` makes it nullable).
+    required: bool | None = None
+
+    @property
+    def is_required(self) -> bool:
+        if self.required is not None:
+            return self.required
+        return self.default is None
+
+
+class NamedQuery(Model):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    title: str | None = None
+    description: str | None = None
+    sql: str = Field(min_length=1)
+    params: dict[str, QueryParam] = Field(default_factory=dict)
+    max_rows: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _placeholders_match(self) -> NamedQuery:
+        try:
+            check_single_statement(self.sql)
+        except StatementError as exc:
+            raise ValueError(f"sql: {exc}") from None
+        used = set(named_placeholders(self.sql))
+        declared = set(self.params)
+        if used - declared:
+            raise ValueError(f"sql uses undeclared parameter(s): {', '.join(sorted(used - declared))}")
+        if declared - used:
+            raise ValueError(f"params declared but not used in sql: {', '.join(sorted(declared - used))}")
+        if self.name in BUILTIN_TOOLS:
+            raise ValueError(f"name {self.name!r} is a built-in tool of the sql connector")
+        return self
+
+
+class SQLConfig(ConnectorConfig):
+    type: Literal["sql"]
+    url: str = Field(min_length=1)
+    # Default: ["public"] on PostgreSQL, ["main"] on SQLite.
+    schemas: tuple[str, ...] = ()
+    max_rows: int = Field(500, ge=1, le=100_000)
+    statement_timeout_s: float = Field(10.0, gt=0)
+    allow_writes: bool = False
+    queries: tuple[NamedQuery, ...] = ()
+    pool_size: int = Field(5, ge=1, le=200)
+    connect_timeout_s: float = Field(5.0, gt=0)
+    # Schema re-introspection period (list_changed / resources/updated on change); 0 disables.
+    refresh_s: float = Field(60.0, ge=0)
+
+    @field_validator("url")
+    @classmethod
+    def _known_driver(cls, value: str) -> str:
+        # Never echo the URL in a message: it may hold a password.
+        scheme = value.partition("://")[0]
+        if scheme not in {"postgresql+asyncpg", "sqlite+aiosqlite"}:
+            raise ValueError("url must start with postgresql+asyncpg:// or sqlite+aiosqlite://")
+        try:
+            make_url(value)
+        except Exception:
+            raise ValueError("url is not a valid database URL (scheme://user:password@host:port/database)") from None
+        return value
+
+    @model_validator(mode="after")
+    def _unique_queries(self) -> SQLConfig:
+        names = [q.name for q in self.queries]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate named queries: {', '.join(dupes)}")
+        return self
+
+    @property
+    def dialect(self) -> str:
+        return "postgresql" if self.url.startswith("postgresql") else "sqlite"
