@@ -96,10 +96,24 @@ class Dispatcher:
         return connector.config.timeout_s or default
 
     async def dispatch(self, session: Session, request_id: str | int, method: str, params: dict[str, Any],
-                       traceparent: str | None = None) -> dict[str, Any]:
-        if method not in CATALOG_METHODS:
-            raise MethodNotFound(f"Method not found: {method}")
-        target, arguments = self._target(method, params)
+                       traceparent: str | None = None, local: Handler | None = None) -> dict[str, Any]:
+        """Run one request through the chain. ``local`` serves a session method (initialize,
+        logging/setLevel) at the end of the chain instead of the catalog.
+
+        A request that is refused before reaching a backend (unknown method, malformed params)
+        still travels the chain, so that it is counted, traced and audited like any other; the
+        endpoint raises the refusal.
+        """
+        rejected: ProtocolError | None = None
+        target: str = ""
+        arguments: dict[str, Any] = {}
+        if local is None and method not in CATALOG_METHODS:
+            rejected = MethodNotFound(f"Method not found: {method}")
+        else:
+            try:
+                target, arguments = self._target(method, params)
+            except ProtocolError as exc:
+                rejected = exc
         meta = params.get("_meta")
         progress_token = None
         if isinstance(meta, dict):
@@ -122,6 +136,10 @@ class Dispatcher:
         )
         if session.caller_authorization is not None:
             ctx.notes["caller_authorization"] = session.caller_authorization
+        if rejected is not None:
+            ctx.notes["rejected"] = rejected
+        elif local is not None:
+            ctx.notes["local"] = local
         result = await self.handler(ctx)
         return shape_result(method, result, session.protocol_version)
 
@@ -130,6 +148,10 @@ class Dispatcher:
         catalog = self.gateway.catalog
         method = ctx.method
         notes = ctx.notes
+        if "rejected" in notes:
+            raise notes["rejected"]
+        if "local" in notes:
+            return await notes["local"](ctx)  # type: ignore[no-any-return]
         if method.endswith("/list"):
             return catalog.list_page(method, ctx.params.get("cursor"), ctx)
         if method == "tools/call":

@@ -22,7 +22,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from gateway.context import ANONYMOUS, Principal
+from gateway.context import ANONYMOUS, CallContext, Principal
 from gateway.protocol import jsonrpc
 from gateway.protocol.errors import (
     InternalError,
@@ -105,18 +105,15 @@ class Session:
             self._cancelled.discard(rid)
 
     async def _serve(self, rid: str | int, method: str, params: dict[str, Any], traceparent: str | None) -> dict[str, Any]:
-        if method == "initialize":
-            return self._initialize(params)
-        if method == "ping":
+        if method == "ping":  # liveness only: not worth an audit event or a span
             return {}
+        dispatch = self.gateway.dispatcher.dispatch
+        if method == "initialize":
+            return await dispatch(self, rid, method, params, traceparent, local=self._initialize)
         if self.state == "new":
             raise InvalidRequest(f"Session not initialized: send initialize before {method}")
         if method == "logging/setLevel":
-            level = params.get("level")
-            if level not in _LEVEL_RANK:
-                raise InvalidParams(f"Invalid log level {level!r}; expected one of {', '.join(LOG_LEVELS)}")
-            self.log_level = level
-            return {}
+            return await dispatch(self, rid, method, params, traceparent, local=self._set_level)
         result = await self.gateway.dispatcher.dispatch(self, rid, method, params, traceparent or self.http_traceparent)
         if method == "resources/subscribe":
             self.subscriptions.add(params["uri"])
@@ -124,7 +121,15 @@ class Session:
             self.subscriptions.discard(params["uri"])
         return result
 
-    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def _set_level(self, ctx: CallContext) -> dict[str, Any]:
+        level = ctx.params.get("level")
+        if level not in _LEVEL_RANK:
+            raise InvalidParams(f"Invalid log level {level!r}; expected one of {', '.join(LOG_LEVELS)}")
+        self.log_level = level
+        return {}
+
+    async def _initialize(self, ctx: CallContext) -> dict[str, Any]:
+        params = ctx.params
         if self.state != "new":
             raise InvalidRequest("Session already initialized")
         if not isinstance(params.get("protocolVersion"), str):

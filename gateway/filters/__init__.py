@@ -18,12 +18,17 @@ from typing import Any, Protocol
 
 from gateway.context import CallContext
 
-__all__ = ["Handler", "Filter", "compose", "CHAIN_ORDER"]
+__all__ = ["Handler", "Filter", "compose", "CHAIN_ORDER", "SESSION_METHODS"]
 
 Handler = Callable[[CallContext], Awaitable[dict[str, Any]]]
 
 # Module names under gateway.filters, outermost first (see ARCHITECTURE.md for why this order).
 CHAIN_ORDER = ("telemetry", "audit", "auth", "ratelimit", "timeout")
+
+# Methods the session serves itself. They travel the chain so that they are traced, counted and
+# audited (who connected, with which client); policy filters let them through, because a client
+# must be able to connect and learn what it may do before any budget applies.
+SESSION_METHODS = frozenset({"initialize", "logging/setLevel"})
 
 
 class Filter(Protocol):

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.config import RateLimitConfig, RateLimitRule
 from gateway.context import CallContext
-from gateway.filters import Handler
+from gateway.filters import SESSION_METHODS, Handler
 from gateway.policy import Decision, Rate, gcra_check, parse_rate
 from gateway.protocol.errors import RateLimited
 
@@ -234,6 +234,8 @@ class RateLimitFilter:
             return Decision(True) if self.fail_open else Decision(False, 1.0, -1)
 
     async def __call__(self, ctx: CallContext, call_next: Handler) -> dict[str, Any]:
+        if ctx.method in SESSION_METHODS:
+            return await call_next(ctx)
         connector = self._connector_of(ctx) if self._needs_connector else None
         if self.limits:
             keys, rates, scopes = self._keys(ctx, connector)
