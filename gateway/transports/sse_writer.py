@@ -16,8 +16,9 @@ __all__ = ["SSEWriter", "open_sse"]
 class SSEWriter:
     """Writes ``event: <name>`` / ``data: <json>`` frames; safe to call from concurrent tasks."""
 
-    def __init__(self, response: web.StreamResponse) -> None:
+    def __init__(self, response: web.StreamResponse, transport: asyncio.BaseTransport | None = None) -> None:
         self.response = response
+        self._transport = transport
         self._lock = asyncio.Lock()
         self._closed = asyncio.Event()
 
@@ -46,16 +47,25 @@ class SSEWriter:
             async with self._lock:
                 await self.response.write_eof()
 
-    async def wait_closed(self, keepalive_s: float) -> None:
-        """Hold the stream open, sending comment lines so proxies keep it, until closed."""
+    async def wait_closed(self, keepalive_s: float, poll_s: float = 1.0) -> None:
+        """Hold the stream open until it is closed by us or by the client, sending comment lines
+        every ``keepalive_s`` so proxies keep it. A client that went away is noticed within
+        ``poll_s`` (its socket is closing), not only at the next failed write."""
+        loop = asyncio.get_running_loop()
+        next_keepalive = loop.time() + keepalive_s
         while not self.closed:
             try:
-                await asyncio.wait_for(self._closed.wait(), keepalive_s)
+                await asyncio.wait_for(self._closed.wait(), poll_s)
             except TimeoutError:
-                try:
-                    await self.send_raw(b": keepalive\n\n")
-                except ConnectionResetError:
+                if self._transport is not None and self._transport.is_closing():
+                    self._closed.set()
                     return
+                if loop.time() >= next_keepalive:
+                    next_keepalive = loop.time() + keepalive_s
+                    try:
+                        await self.send_raw(b": keepalive\n\n")
+                    except ConnectionResetError:
+                        return
 
 
 async def open_sse(request: web.Request) -> SSEWriter:
@@ -65,4 +75,4 @@ async def open_sse(request: web.Request) -> SSEWriter:
         "X-Accel-Buffering": "no",  # nginx: do not buffer the stream
     })
     await response.prepare(request)
-    return SSEWriter(response)
+    return SSEWriter(response, request.transport)

@@ -53,10 +53,21 @@ async def test_legacy_sse_session(gw: RunningGateway) -> None:
         async with http.post(gw.url + "/messages?session_id=unknown", json=init) as resp:
             assert resp.status == 404 and "error" in await resp.json()
 
-        # Closing the stream from the server side ends the session (a client's disconnect is only
-        # noticed at the next keepalive, up to 15 s later, so that is not waited for here).
+        # Closing the stream from the server side ends the session too.
         await gw.app[SSE_KEY].close_all()
         await eventually(lambda: session_id not in gw.sessions)
         async with http.post(url, json=init) as resp:
             assert resp.status == 404
         stream.close()
+
+
+async def test_a_client_that_disconnects_ends_its_session_promptly(gw: RunningGateway) -> None:
+    """The gateway notices a closed SSE socket within about a second, without waiting for the
+    next keepalive write, so a departed client's session does not linger."""
+    async with aiohttp.ClientSession() as http:
+        stream = await http.get(gw.sse_url)
+        _, endpoint = await anext(sse_events(stream))
+        session_id = endpoint.split("=", 1)[1]
+        assert session_id in gw.sessions
+        stream.close()
+        await eventually(lambda: session_id not in gw.sessions, timeout=5.0)
