@@ -66,7 +66,6 @@ class Session:
         self.log_level = "info"
         self.subscriptions: set[str] = set()
         self.last_active = time.monotonic()
-        self.http_traceparent: str | None = None  # latest HTTP traceparent header, set by transports
         # The caller's own Authorization header (HTTP transports); connectors that forward caller
         # credentials read it from ctx.notes["caller_authorization"]. Never logged or audited.
         self.caller_authorization: str | None = None
@@ -114,7 +113,7 @@ class Session:
             raise InvalidRequest(f"Session not initialized: send initialize before {method}")
         if method == "logging/setLevel":
             return await dispatch(self, rid, method, params, traceparent, local=self._set_level)
-        result = await self.gateway.dispatcher.dispatch(self, rid, method, params, traceparent or self.http_traceparent)
+        result = await self.gateway.dispatcher.dispatch(self, rid, method, params, traceparent)
         if method == "resources/subscribe":
             self.subscriptions.add(params["uri"])
         elif method == "resources/unsubscribe":

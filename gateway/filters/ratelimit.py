@@ -116,7 +116,7 @@ for i, key in ipairs(KEYS) do
   if tat == nil or tat < now then tat = now end
   local cand = tat + cost * interval
   local wait = cand - burst * interval - now
-  if wait > 0 and wait > worst then
+  if wait > 0.000001 and wait > worst then
     worst = wait
     denied = i - 1
   end

@@ -24,6 +24,8 @@ _UNITS = {
     "m": 60.0, "min": 60.0, "minute": 60.0,
     "h": 3600.0, "hour": 3600.0,
 }
+# Seconds; below this a computed wait is rounding error (see gcra_check). The Lua script matches it.
+_EPSILON = 1e-6
 _RATE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*/\s*(s|sec|second|m|min|minute|h|hour)\s*")
 
 
@@ -88,9 +90,10 @@ def gcra_check(tats: Sequence[float | None], rates: Sequence[Rate], now: float,
         interval = rate.interval
         base = now if tat is None or tat < now else tat
         candidate = base + cost * interval
-        allow_at = candidate - rate.burst * interval
-        if allow_at > now:
-            wait = allow_at - now
+        wait = candidate - rate.burst * interval - now
+        # A wait below a microsecond is floating-point rounding (now + T - T != now), not a real
+        # overdraft: refusing there wrongly rejected first requests under slow rates like 1/h.
+        if wait > _EPSILON:
             if wait > worst:
                 worst, denied = wait, i
         new.append(candidate)

@@ -115,31 +115,32 @@ class StreamableHTTP:
         session = channel.session
         if session.principal != principal:
             return rpc_error(403, INVALID_REQUEST, "Forbidden: the session belongs to another principal")
-        session.http_traceparent = request.headers.get("traceparent")
+        # The trace context travels with each request (concurrent POSTs must not swap parents).
+        traceparent = request.headers.get("traceparent")
         session.caller_authorization = request.headers.get("Authorization")
         refused = batch_refused(session, was_batch)
         if refused is not None:
             return web.Response(status=400, body=jsonrpc.dumps(refused), content_type="application/json")
         requests = [m for m in messages if m.kind == "request"]
         if not requests:
-            replies = await process_frame(session, messages)
+            replies = await process_frame(session, messages, traceparent)
             if replies:  # only invalid messages: answer them
                 payload = replies if was_batch else replies[0]
                 return web.Response(status=400, body=jsonrpc.dumps(payload), content_type="application/json")
             return web.Response(status=202)
         if was_batch or len(messages) > 1:
-            replies = await process_frame(session, messages)
+            replies = await process_frame(session, messages, traceparent)
             return web.Response(body=jsonrpc.dumps(replies), content_type="application/json")
-        return await self._serve_request(request, channel, session, messages[0].message)
+        return await self._serve_request(request, channel, session, messages[0].message, traceparent)
 
     async def _serve_request(self, request: web.Request, channel: _Channel, session: Session,
-                             message: dict[str, Any]) -> web.StreamResponse:
+                             message: dict[str, Any], traceparent: str | None) -> web.StreamResponse:
         rid = message["id"]
         can_stream = not channel.json_only and "text/event-stream" in request.headers.get("Accept", "")
         post = _PostStream(request, can_stream)
         channel.posts[rid] = post
         try:
-            reply = await session.handle_request(message)
+            reply = await session.handle_request(message, traceparent)
         finally:
             channel.posts.pop(rid, None)
         if post.sse is None:
@@ -155,9 +156,8 @@ class StreamableHTTP:
         channel = _Channel(self.gateway.config.gateway.http.json_response)
         session = Session(self.gateway, "streamable_http", channel.send, principal)
         channel.session = session
-        session.http_traceparent = request.headers.get("traceparent")
         session.caller_authorization = request.headers.get("Authorization")
-        reply = await session.handle_request(message)
+        reply = await session.handle_request(message, request.headers.get("traceparent"))
         headers = {}
         if reply is not None and "result" in reply:
             self.channels[session.id] = channel

@@ -52,3 +52,16 @@ def test_all_or_nothing_across_buckets() -> None:
     decision, kept = gcra_check(new, [loose, tight], 0.0)
     assert not decision.allowed and decision.denied_index == 1
     assert kept == new  # the loose bucket was not charged for the refused call
+
+
+def test_first_request_under_a_slow_rate_is_never_refused_by_rounding() -> None:
+    """now + T - T can exceed now in floating point; with burst 1 and 1/h that used to refuse
+    about a third of first requests with "retry in 1 ms"."""
+    rate = parse_rate("1/h", burst=1)
+    rounding_cases = 0
+    for i in range(20_000):
+        now = 100.0 + i * 49.993  # monotonic-clock-like values up to ~1e6 s
+        rounding_cases += now + rate.interval - rate.interval > now
+        decision, _ = gcra_check([None], [rate], now)
+        assert decision.allowed, now
+    assert rounding_cases > 0  # the sample does contain the values that used to be refused
