@@ -27,6 +27,7 @@ from gateway.dispatch import Dispatcher
 from gateway.filters import CHAIN_ORDER, Filter
 from gateway.protocol.cursors import CursorCodec
 from gateway.protocol.errors import ConfigError
+from gateway.telemetry import metrics
 
 if TYPE_CHECKING:
     from gateway.session import Session
@@ -66,6 +67,7 @@ class _ConnectorEvents:
     def health_changed(self, health: Health) -> None:
         log.log(logging.INFO if health.up else logging.WARNING, "connector %s is %s%s", self.name,
                 "up" if health.up else "down", f": {health.detail}" if health.detail else "")
+        metrics.connector_health_changed(self.name, health.up, self)
         self.gateway.schedule_rebuild()
 
 
@@ -195,8 +197,10 @@ class Gateway:
             self.config, self.connectors = old, previous
             self._install_catalog(strict=False)
             raise
-        for name in to_stop:
-            await previous[name].stop()
+        if to_stop:
+            # Calls in flight may still run on the replaced connectors: stop those when the calls
+            # finish (within the shutdown grace period), so that a reload loses nothing.
+            self.spawn(self._retire([previous[name] for name in to_stop]))
         self.catalog.page_size = new.gateway.page_size
         if any(getattr(old, s) != getattr(new, s) for s in _POLICY_SECTIONS):
             filters = _build_filters(self)
@@ -210,6 +214,18 @@ class Gateway:
         self._announce(changed)
         log.info("config reloaded: started %s, stopped %s, kept %s", sorted(started), to_stop, kept)
         return {"started": sorted(started), "stopped": to_stop, "kept": kept}
+
+    async def _retire(self, connectors: list[Connector]) -> None:
+        pending = [t for s in list(self.sessions.values()) for t in s.inflight_tasks()]
+        try:
+            if pending:
+                await asyncio.wait(pending, timeout=self.config.gateway.shutdown_grace_s)
+        finally:
+            for connector in connectors:
+                try:
+                    await connector.stop()
+                except Exception:
+                    log.exception("stopping replaced connector %s failed", connector.name)
 
     async def drain(self, grace_s: float | None = None) -> None:
         """Stop accepting sessions and wait (up to the grace period) for in-flight requests."""
@@ -231,6 +247,7 @@ class Gateway:
             await session.close()
         for task in list(self._background):
             task.cancel()
+        await asyncio.gather(*list(self._background), return_exceptions=True)  # retired connectors stop
         await asyncio.gather(*(c.stop() for c in self.connectors.values()), return_exceptions=True)
         await self._stop_filters(self.filters)
         if self._rebuild_handle is not None:

@@ -84,6 +84,20 @@ def template_matches(template: str, uri: str) -> bool:
     return re.fullmatch(pattern, uri) is not None
 
 
+def _ui_uri_namespaced(entry: Entry, aliases: dict[str, str]) -> Entry:
+    """The tool entry with ``_meta.ui.resourceUri`` renamed to ``{connector}+{uri}`` when that URI
+    was namespaced (two connectors serve it), so the UI a tool names is its own connector's."""
+    meta = entry.wire.get("_meta")
+    if not isinstance(meta, dict) or not isinstance(meta.get("ui"), dict):
+        return entry
+    ui: dict[str, Any] = meta["ui"]
+    public = f"{entry.connector.name}+{ui.get('resourceUri')}"
+    if not isinstance(ui.get("resourceUri"), str) or public not in aliases:
+        return entry
+    wire = {**entry.wire, "_meta": {**meta, "ui": {**ui, "resourceUri": public}}}
+    return Entry(entry.key, entry.name, entry.connector, entry.local, wire)
+
+
 class Catalog:
     """Aggregates connectors; answers listings and resolves public names to connectors."""
 
@@ -130,6 +144,8 @@ class Catalog:
             templates.extend((connector, spec) for spec in connector.resource_templates())
 
         res_entries, aliases = self._namespace_uris(resources, "uri", "uri")
+        if aliases:  # MCP Apps: a tool's _meta.ui.resourceUri follows its resource's namespacing
+            tools = {key: _ui_uri_namespaced(entry, aliases) for key, entry in tools.items()}
         tpl_entries, tpl_aliases = self._namespace_uris(templates, "uri_template", "uriTemplate")
         new = {
             "tools": Snapshot.build(tools.values()),

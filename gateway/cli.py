@@ -19,6 +19,7 @@ import importlib
 import importlib.util
 import json
 import logging
+import os
 import signal
 import sys
 from typing import Any
@@ -83,21 +84,23 @@ async def _serve(args: argparse.Namespace) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
-    async def reload() -> None:
-        try:
-            new = load_config(args.config)
-            if args.host or args.port is not None:
-                new = new.model_copy(update={"gateway": new.gateway.model_copy(update={"http": config.gateway.http})})
-            await gateway.reload(new)
-        except ConfigError as exc:
-            log.error("config reload refused, keeping the running config: %s", exc)
-        except Exception:
-            log.exception("config reload failed, keeping the running config")
+    from gateway.reloader import ConfigReloader
+
+    def keep_overrides(new: GatewayConfig) -> GatewayConfig:
+        if args.host or args.port is not None:
+            return new.model_copy(update={"gateway": new.gateway.model_copy(update={"http": config.gateway.http})})
+        return new
+
+    reloader = ConfigReloader(gateway, args.config, keep_overrides)
+    # Reload when the file changes (a ConfigMap update, an edit); 0 turns polling off.
+    watcher = asyncio.create_task(reloader.watch(args.reload_poll)) if args.reload_poll > 0 else None
 
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop.set)
-    loop.add_signal_handler(signal.SIGHUP, lambda: gateway.spawn(reload()))
+    loop.add_signal_handler(signal.SIGHUP, lambda: gateway.spawn(reloader.reload("SIGHUP")))
     await stop.wait()
+    if watcher is not None:
+        watcher.cancel()
     log.info("shutting down: draining in-flight requests (grace %.1fs)", config.gateway.shutdown_grace_s)
     await gateway.drain()
     await runner.shutdown()
@@ -163,6 +166,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", required=True)
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
+    serve.add_argument("--reload-poll", type=float, metavar="SECONDS",
+                       default=float(os.environ.get("MCP_GATEWAY_RELOAD_POLL_S", "2")),
+                       help="check the config file for changes this often and hot-reload it (0: off)")
     stdio = sub.add_parser("stdio", help="serve one session over stdin/stdout")
     stdio.add_argument("--config", required=True)
     validate = sub.add_parser("validate", help="validate a config file")

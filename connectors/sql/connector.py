@@ -43,6 +43,7 @@ from gateway.protocol.errors import (
     ToolExecutionError,
 )
 from gateway.protocol.names import public_name
+from gateway.telemetry.sql import traced_sql
 
 from . import mapping
 from . import schema as sch
@@ -103,9 +104,10 @@ class SQLConnector(Connector):
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self, events: ConnectorEvents) -> None:
         self.events = events
-        self._backend = make_backend(self.dialect, self.config.url, self.config.pool_size,
-                                     self.config.connect_timeout_s, self.config.allow_writes, self.name,
-                                     self.base_dir)
+        # Every statement becomes a CLIENT span and a backend_call_duration observation.
+        self._backend = traced_sql(make_backend(self.dialect, self.config.url, self.config.pool_size,
+                                                self.config.connect_timeout_s, self.config.allow_writes,
+                                                self.name, self.base_dir), self.name)
         self._schemas = self.config.schemas or self._backend.default_schemas
         try:
             await self._refresh(notify=False)

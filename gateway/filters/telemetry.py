@@ -30,13 +30,17 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from gateway.context import CallContext
 from gateway.filters import Handler
 from gateway.protocol.errors import (
-    AccessDenied,
-    InvalidParams,
-    MethodNotFound,
+    ACCESS_DENIED,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RATE_LIMITED,
+    REQUEST_CANCELLED,
+    REQUEST_TIMEOUT,
+    RESOURCE_NOT_FOUND,
     ProtocolError,
     RateLimited,
-    RequestTimeout,
-    ResourceNotFound,
 )
 from gateway.telemetry import metrics, tracing
 
@@ -53,25 +57,20 @@ _SCOPES = frozenset({"principal", "tool", "connector", "global", "backend"})
 _NET = {"stdio": "pipe"}
 
 
-def outcome_of(exc: BaseException, resolved: bool) -> str:
-    """The ``outcome`` label for a request that raised ``exc`` (``resolved``: the catalog found it)."""
+# Same classification as the audit log, so a dashboard and an audit query count the same things.
+_OUTCOME_BY_CODE = {
+    ACCESS_DENIED: "denied", RATE_LIMITED: "rate_limited", INVALID_PARAMS: "invalid",
+    INVALID_REQUEST: "invalid", PARSE_ERROR: "invalid", METHOD_NOT_FOUND: "not_found",
+    RESOURCE_NOT_FOUND: "not_found", REQUEST_TIMEOUT: "timeout", REQUEST_CANCELLED: "cancelled",
+}
+
+
+def outcome_of(exc: BaseException) -> str:
+    """The ``outcome`` label of a request that raised ``exc``."""
+    if isinstance(exc, ProtocolError):
+        return _OUTCOME_BY_CODE.get(exc.code, "error")
     if isinstance(exc, asyncio.CancelledError):
         return "cancelled"
-    if isinstance(exc, AccessDenied):
-        return "denied"
-    if isinstance(exc, RateLimited):
-        return "rate_limited"
-    if isinstance(exc, RequestTimeout):
-        return "timeout"
-    if isinstance(exc, ResourceNotFound):
-        return "not_found"
-    if isinstance(exc, InvalidParams):
-        # The catalog raises InvalidParams for an unknown tool or prompt name.
-        return "invalid" if resolved else "not_found"
-    if isinstance(exc, MethodNotFound):
-        return "not_found"
-    if isinstance(exc, ProtocolError) and exc.code in (-32600, -32602):
-        return "invalid"
     return "error"
 
 
@@ -207,7 +206,7 @@ class TelemetryFilter:
 
     @staticmethod
     def _failed(ctx: CallContext, exc: BaseException) -> str:
-        outcome = outcome_of(exc, "connector" in ctx.notes)
+        outcome = outcome_of(exc)
         if isinstance(exc, RateLimited) and isinstance(exc.data, dict):
             ctx.notes.setdefault("ratelimit_scope", exc.data.get("scope"))
         return outcome

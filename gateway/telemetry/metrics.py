@@ -15,11 +15,12 @@ Who records what (so each value has exactly one writer):
 
 * ``gateway.filters.telemetry`` — requests, request durations, in-flight requests, rate-limited and
   denied calls (from the outcome of every MCP request, so rejections are counted too).
-* connectors, through ``gateway.telemetry.tracing.backend_call`` — backend call durations.
+* connectors, through ``gateway.telemetry.tracing.backend_call`` (and ``telemetry.sql``) — backend
+  call durations.
 * ``gateway.audit`` — the ``AUDIT_*`` metrics (queue depth, written, spilled, dropped).
 * ``gateway.filters.ratelimit`` — :data:`RATE_LIMIT_BACKEND_ERRORS`.
 * ``gateway.auth`` — :data:`AUTH_FAILURES` (HTTP requests refused before any session exists).
-* ``gateway.app`` (reload) — :data:`CONFIG_RELOADS`, :data:`CONFIG_LAST_RELOAD`.
+* ``gateway.reloader`` (SIGHUP, file changes) — :data:`CONFIG_RELOADS`, :data:`CONFIG_LAST_RELOAD`.
 * the gateway's connector events — :data:`CONNECTOR_RECONNECTS` (via :func:`connector_health_changed`).
 * :class:`GatewayStateCollector` at scrape time — sessions, connector health, catalog sizes (read
   from the live gateways, so the hot path pays nothing for them).
@@ -88,7 +89,7 @@ process_collector.ProcessCollector(registry=REGISTRY)
 platform_collector.PlatformCollector(registry=REGISTRY)
 gc_collector.GCCollector(registry=REGISTRY)
 
-MAX_LABEL_VALUES = 1000
+MAX_LABEL_VALUES = 2000
 OTHER = "_other"
 
 # Closed sets: anything outside them is reported as OTHER.
@@ -298,13 +299,17 @@ def _items(container: Any) -> Iterable[tuple[str, Any]]:
 STATE = GatewayStateCollector()
 REGISTRY.register(STATE)
 
-# Last known health per connector, so only a down → up transition counts as a reconnect.
-_last_up: dict[str, bool] = {}
+# Last known health per connector instance, so only a down → up transition counts as a reconnect.
+_last_up: dict[object, bool] = {}
 
 
-def connector_health_changed(connector: str, up: bool) -> None:
-    """Record a health report; a connector that was down and is up again counts one reconnect."""
-    was_up = _last_up.get(connector)
-    _last_up[connector] = up
+def connector_health_changed(connector: str, up: bool, source: object | None = None) -> None:
+    """Record a health report; a connector that was down and is up again counts one reconnect.
+
+    ``source`` identifies the connector instance (its events object): a connector restarted by a
+    reload, or one of the same name in another gateway, starts with no history."""
+    key = connector if source is None else (connector, id(source))
+    was_up = _last_up.get(key)
+    _last_up[key] = up
     if up and was_up is False:
         CONNECTOR_RECONNECTS.labels(bounded("connector", connector)).inc()

@@ -55,6 +55,7 @@ __all__ = [
     "span",
     "backend_call",
     "BackendCall",
+    "upstream_mcp_call",
     "inject",
     "meta_traceparent",
     "current_trace_id",
@@ -306,6 +307,21 @@ def backend_call(connector: str, kind: str, name: str,
             metrics.BACKEND_CALL_DURATION.labels(
                 metrics.bounded("connector", connector), kind, call.outcome
             ).observe(time.perf_counter() - start)
+
+
+def upstream_mcp_call(connector: str, method: str, params: Mapping[str, Any]) -> Any:
+    """:func:`backend_call` for a request to an upstream MCP server, named and attributed as the
+    MCP semantic conventions ask (``tools/call {tool}``, ``mcp.method.name``, ...)."""
+    name = params.get("name") if method in ("tools/call", "prompts/get") else None
+    attrs: dict[str, Any] = {"mcp.method.name": method}
+    if method == "tools/call":
+        attrs["gen_ai.tool.name"] = name
+        attrs["gen_ai.operation.name"] = "execute_tool"
+    elif method == "prompts/get":
+        attrs["gen_ai.prompt.name"] = name
+    elif isinstance(params.get("uri"), str):
+        attrs["mcp.resource.uri"] = params["uri"]
+    return backend_call(connector, "mcp", f"{method} {name}" if isinstance(name, str) else method, attrs)
 
 
 def _record_error(sp: Span, exc: BaseException) -> None:

@@ -1,0 +1,298 @@
+"""Proxy overhead: an echo tool called (a) directly, (b) through the gateway, (c) through FastMCP.
+
+Everything runs on loopback, measured in one run, printed as one table:
+
+* the upstream is the official ``mcp`` SDK (FastMCP) serving ``echo`` over Streamable HTTP,
+  started as its own process;
+* (b) is ``mcp-gateway serve`` (own process) chaining it with an ``mcp`` connector
+  (``streamable_http``, shared upstream session);
+* (c) is FastMCP's proxy (``create_proxy``/``as_proxy``) over Streamable HTTP in its own process.
+  Its interpreter is ``--fastmcp-python`` if given, else this interpreter when it can import
+  ``fastmcp`` (``pip install .[bench]``: fastmcp 3.x resolves alongside ``mcp<2``), else the
+  separate venv ``.venv-bench-fastmcp`` (latest fastmcp, which wants ``mcp>=2``: ``python3 -m venv
+  .venv-bench-fastmcp && .venv-bench-fastmcp/bin/pip install fastmcp``). With none of them, row
+  (c) is reported as skipped.
+
+The caller is a minimal JSON-RPC client over aiohttp (not the SDK client), so the numbers show
+server-side cost rather than client overhead. Each caller has its own MCP session; "8 concurrent"
+means 8 sessions calling in a loop at once. Targets (issue 3): (b) adds <= 0.5 ms at p50 over (a),
+and keeps >= 50% of (a)'s calls/s with 8 concurrent callers.
+
+Run: ``.venv/bin/python bench/proxy.py [--seconds 3] [--concurrency 8]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+REPO = Path(__file__).resolve().parent.parent
+FASTMCP_PYTHON = REPO / ".venv-bench-fastmcp/bin/python"
+
+UPSTREAM = """
+import sys
+from mcp.server.fastmcp import FastMCP
+mcp = FastMCP("bench-echo", host="127.0.0.1", port=int(sys.argv[1]), log_level="WARNING")
+@mcp.tool()
+def echo(text: str) -> str:
+    '''Echo the text back.'''
+    return text
+mcp.run("streamable-http")
+"""
+
+FASTMCP_PROXY = """
+import sys
+import fastmcp
+url, port = sys.argv[1], int(sys.argv[2])
+try:
+    from fastmcp.server import create_proxy
+    proxy = create_proxy(url, name="bench-proxy")
+except ImportError:
+    proxy = fastmcp.FastMCP.as_proxy(url, name="bench-proxy")
+proxy.run(transport="http", host="127.0.0.1", port=port, log_level="warning", show_banner=False)
+"""
+
+__all__ = ["main", "run_bench"]
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def wait_http(url: str, timeout: float = 30.0) -> None:
+    async with asyncio.timeout(timeout), aiohttp.ClientSession() as http:
+        while True:
+            try:
+                async with http.get(url) as resp:
+                    await resp.read()
+                    return
+            except aiohttp.ClientConnectionError:
+                await asyncio.sleep(0.05)
+
+
+@asynccontextmanager
+async def process(*argv: str, ready_url: str, env: dict[str, str] | None = None) -> AsyncIterator[None]:
+    proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.DEVNULL,
+                                                stderr=asyncio.subprocess.DEVNULL, env={**os.environ, **(env or {})})
+    try:
+        await wait_http(ready_url)
+        yield
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 5)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+
+class Caller:
+    """One MCP session over Streamable HTTP, calling ``tools/call`` as fast as it is answered."""
+
+    def __init__(self, http: aiohttp.ClientSession, url: str, tool: str) -> None:
+        self.http, self.url, self.tool = http, url, tool
+        self.headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        self.ids = 0
+        self.answered = 0.0
+
+    async def _post(self, message: dict) -> dict | None:
+        async with self.http.post(self.url, data=json.dumps(message), headers=self.headers) as resp:
+            sid = resp.headers.get("mcp-session-id")
+            if sid:
+                self.headers["mcp-session-id"] = sid
+            if resp.status == 202:
+                return None
+            if resp.status >= 400:
+                raise RuntimeError(f"HTTP {resp.status}: {(await resp.text())[:200]}")
+            if resp.headers.get("Content-Type", "").startswith("text/event-stream"):
+                async for line in resp.content:
+                    if line.startswith(b"data:") and len(line) > 7:
+                        msg = json.loads(line[5:])
+                        if msg.get("id") == message.get("id") and "method" not in msg:
+                            # The caller has its answer now (latency stops here); reading the end
+                            # of the stream only lets the connection be reused for the next call.
+                            self.answered = time.perf_counter()
+                            while await resp.content.readany():
+                                pass
+                            return msg
+                raise RuntimeError("stream ended without a response")
+            msg = await resp.json()
+            self.answered = time.perf_counter()
+            return msg
+
+    async def open(self) -> None:
+        await self._post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+        self.headers["mcp-protocol-version"] = "2025-06-18"
+        await self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    async def call(self) -> None:
+        self.ids += 1
+        msg = await self._post({"jsonrpc": "2.0", "id": self.ids, "method": "tools/call",
+                                "params": {"name": self.tool, "arguments": {"text": "hello"}}})
+        if msg is None or "result" not in msg or msg["result"].get("isError"):
+            raise RuntimeError(f"bad answer: {msg}")
+
+
+@dataclass
+class Result:
+    p50_ms: float
+    p99_ms: float
+    calls_s: float
+
+
+class Target:
+    """A URL with ``concurrency`` open sessions and the samples gathered over all rounds."""
+
+    def __init__(self, http: aiohttp.ClientSession, url: str, tool: str, concurrency: int) -> None:
+        self.callers = [Caller(http, url, tool) for _ in range(concurrency)]
+        self.latencies: list[float] = []
+        self.busy = 0.0
+
+    async def open(self, warmup: int = 30) -> None:
+        await asyncio.gather(*(c.open() for c in self.callers))
+        for c in self.callers:
+            for _ in range(max(1, warmup // len(self.callers))):
+                await c.call()
+
+    async def round(self, seconds: float) -> None:
+        end = time.perf_counter() + seconds
+        latencies = self.latencies
+
+        async def loop(c: Caller) -> None:
+            while time.perf_counter() < end:
+                t0 = time.perf_counter()
+                await c.call()
+                latencies.append(c.answered - t0)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(loop(c) for c in self.callers))
+        self.busy += time.perf_counter() - started
+
+    def result(self) -> Result:
+        lat = sorted(self.latencies)
+        p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+        return Result(statistics.median(lat) * 1000, p99 * 1000, len(lat) / self.busy)
+
+
+async def measure(urls: dict[str, tuple[str, str]], concurrency: int, seconds: float,
+                  rounds: int = 6) -> dict[str, Result]:
+    """Interleave the targets in short rounds, so load drifting on the machine hits all alike."""
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+        targets = {label: Target(http, url, tool, concurrency) for label, (url, tool) in urls.items()}
+        for t in targets.values():
+            await t.open()
+        for _ in range(rounds):
+            for t in targets.values():
+                await t.round(seconds / rounds)
+        return {label: t.result() for label, t in targets.items()}
+
+
+def gateway_config(upstream_url: str) -> str:
+    return json.dumps({
+        "gateway": {"log_level": "warning"},
+        "audit": {"enabled": False},
+        "telemetry": {"metrics": False},
+        "connectors": [{"name": "up", "type": "mcp", "transport": "streamable_http", "url": upstream_url,
+                        "prefix": ""}],
+    })
+
+
+async def run_bench(seconds: float, concurrency: int, fastmcp_python: Path | None) -> dict[str, dict[int, Result | None]]:
+    up_port, gw_port, fm_port = free_port(), free_port(), free_port()
+    upstream_url = f"http://127.0.0.1:{up_port}/mcp"
+    results: dict[str, dict[int, Result | None]] = {}
+    async with contextlib.AsyncExitStack() as stack:
+        await stack.enter_async_context(process(sys.executable, "-c", UPSTREAM, str(up_port), ready_url=upstream_url))
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        (tmp / "gateway.yaml").write_text(gateway_config(upstream_url))
+        await stack.enter_async_context(process(
+            sys.executable, "-m", "gateway.cli", "serve", "--config", str(tmp / "gateway.yaml"),
+            "--port", str(gw_port), ready_url=f"http://127.0.0.1:{gw_port}/readyz", env={"PYTHONPATH": str(REPO)}))
+        targets = {"(a) direct": (upstream_url, "echo"), "(b) gateway": (f"http://127.0.0.1:{gw_port}/mcp", "echo")}
+        if fastmcp_python is not None:
+            fm_url = f"http://127.0.0.1:{fm_port}/mcp"
+            await stack.enter_async_context(process(str(fastmcp_python), "-c", FASTMCP_PROXY, upstream_url,
+                                                    str(fm_port), ready_url=fm_url))
+            targets["(c) FastMCP proxy"] = (fm_url, "echo")
+        for label in targets:
+            results[label] = {}
+        for n in (1, concurrency):
+            for label, r in (await measure(targets, n, seconds * len(targets))).items():
+                results[label][n] = r
+        if "(c) FastMCP proxy" not in results:
+            results["(c) FastMCP proxy"] = {1: None, concurrency: None}
+    return results
+
+
+def table(results: dict[str, dict[int, Result | None]], concurrency: int) -> str:
+    direct = results["(a) direct"]
+    head = (f"{'target':<20}{'callers':>8}{'p50 ms':>10}{'p99 ms':>10}{'calls/s':>10}"
+            f"{'+p50 ms vs (a)':>16}{'% of (a) calls/s':>18}")
+    lines = [head, "-" * len(head)]
+    for label, per in results.items():
+        for n in (1, concurrency):
+            r = per.get(n)
+            if r is None:
+                lines.append(f"{label:<20}{n:>8}{'skipped (fastmcp not installed)':>64}")
+                continue
+            d = direct[n]
+            assert d is not None
+            lines.append(f"{label:<20}{n:>8}{r.p50_ms:>10.3f}{r.p99_ms:>10.3f}{r.calls_s:>10.0f}"
+                         f"{r.p50_ms - d.p50_ms:>16.3f}{100 * r.calls_s / d.calls_s:>17.1f}%")
+    gw1, gwn, d1, dn = results["(b) gateway"][1], results["(b) gateway"][concurrency], direct[1], direct[concurrency]
+    assert gw1 and gwn and d1 and dn
+    lines.append("")
+    lines.append(f"targets: gateway adds {gw1.p50_ms - d1.p50_ms:.3f} ms at p50 (<= 0.5: "
+                 f"{'met' if gw1.p50_ms - d1.p50_ms <= 0.5 else 'NOT met'}); keeps {100 * gwn.calls_s / dn.calls_s:.0f}% "
+                 f"of direct calls/s at {concurrency} callers (>= 50%: {'met' if gwn.calls_s >= dn.calls_s / 2 else 'NOT met'})")
+    return "\n".join(lines)
+
+
+def find_fastmcp_python(explicit: Path | None) -> Path | None:
+    if explicit is not None:
+        return explicit if explicit.exists() else None
+    import importlib.util
+    if importlib.util.find_spec("fastmcp") is not None:
+        return Path(sys.executable)
+    return FASTMCP_PYTHON if FASTMCP_PYTHON.exists() else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="measuring time per row")
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--fastmcp-python", type=Path, default=None,
+                        help="interpreter with fastmcp installed (default: see the module docstring)")
+    args = parser.parse_args()
+    fastmcp_python = find_fastmcp_python(args.fastmcp_python)
+    if fastmcp_python is not None:
+        import subprocess
+        version = subprocess.run([str(fastmcp_python), "-c", "import fastmcp, mcp.types as t; "
+                                  "print(fastmcp.__version__, t.LATEST_PROTOCOL_VERSION)"],
+                                 capture_output=True, text=True).stdout.split()
+        print(f"(c) is fastmcp {version[0] if version else '?'} run by {fastmcp_python}")
+    print(f"upstream: mcp SDK echo over Streamable HTTP; {args.seconds:g}s per row, rows interleaved in rounds")
+    results = asyncio.run(run_bench(args.seconds, args.concurrency, fastmcp_python))
+    print(table(results, args.concurrency))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Upstream MCP servers (stdio, legacy SSE, Streamable HTTP) served through the gateway."""

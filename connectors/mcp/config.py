@@ -1,0 +1,63 @@
+"""Config model of a ``type: mcp`` connector entry (an upstream MCP server).
+
+``transport`` picks the client transport: ``stdio`` needs ``command`` (plus optional ``args``,
+``env``, ``cwd``; the child runs in ``cwd`` or else the config file's folder, and a relative
+``command`` path resolves against the config file's folder); ``sse`` (legacy HTTP+SSE, 2024-11-05) and ``streamable_http`` need ``url`` (plus
+optional static ``headers``, usually ``${ENV}``-interpolated secrets). ``session: shared`` (the
+default) multiplexes every downstream session over one upstream session; ``per_client`` opens one
+upstream session per downstream session.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from gateway.config import ConnectorConfig
+
+__all__ = ["MCPConfig"]
+
+
+class MCPConfig(ConnectorConfig):
+    type: Literal["mcp"]
+    transport: Literal["stdio", "sse", "streamable_http"] = "stdio"
+    # stdio
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    # The child sees only PATH, HOME, locale and proxy variables of the gateway's environment
+    # (plus ``env``) unless this is true: the gateway's secrets are not the upstream's business.
+    inherit_env: bool = False
+    cwd: str | None = None
+    # sse / streamable_http
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    # session model
+    session: Literal["shared", "per_client"] = "shared"
+    # connecting and staying connected
+    connect_timeout_s: float = Field(20.0, gt=0)
+    # How long gateway start-up waits for this upstream; after that it keeps connecting in the
+    # background and its components appear when it is up (a slow upstream never stalls the rest).
+    startup_wait_s: float = Field(10.0, ge=0)
+    ping_interval_s: float = Field(15.0, ge=0)  # 0 disables the health ping
+    reconnect_initial_s: float = Field(0.2, gt=0)
+    reconnect_max_s: float = Field(30.0, gt=0)
+    # Pages followed per listing before giving up on an upstream whose cursors never end.
+    max_pages: int = Field(1000, ge=1)
+
+    @model_validator(mode="after")
+    def _transport_fields(self) -> MCPConfig:
+        if self.transport == "stdio":
+            if not self.command:
+                raise ValueError("transport stdio needs command")
+            if self.url is not None:
+                raise ValueError("url is for sse and streamable_http transports, not stdio")
+        else:
+            if not self.url:
+                raise ValueError(f"transport {self.transport} needs url")
+            if not self.url.startswith(("http://", "https://")):
+                raise ValueError("url must be http:// or https://")
+            if self.command is not None or self.args or self.cwd is not None:
+                raise ValueError("command, args and cwd are for the stdio transport only")
+        return self

@@ -1,0 +1,499 @@
+"""The upstream MCP connector: one upstream MCP server served as part of the gateway.
+
+Session model. ``session: shared`` (default) keeps one upstream session that multiplexes every
+downstream session: the upstream sees the gateway's own request ids and progress tokens, never the
+clients', so two sessions using the same ids or tokens cannot see each other's traffic.
+``per_client`` opens one upstream session per downstream session on its first call (mirroring that
+client's capabilities) and releases it in :meth:`session_closed`; the shared session is then kept
+for discovery (listings, list_changed, resource updates) only.
+
+Routing back. Each forwarded request carries a :class:`~connectors.mcp.relay.Relay` as its
+owner: upstream progress (found by the gateway's token), logs and sampling/elicitation/roots
+requests related to that request (Streamable HTTP tells which request's stream carried them) are
+relayed to the downstream session that made it, in order, before its response is returned. stdio and legacy SSE carry no
+such relation: the message goes to the only downstream session with calls in flight, and the
+upstream gets an error if there is none or several (use ``per_client`` there for exact routing).
+
+Staying up. A lost upstream fails its in-flight calls with ``BackendUnavailable``, removes its
+components (``components_changed``), reports health down, and reconnects with exponential backoff
+and jitter; calls meanwhile fail fast. On reconnect every listing is fetched again (following
+``nextCursor`` to the end) and subscriptions are renewed. A health ping detects a hung upstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import random
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+
+from connectors.base import (
+    Connector,
+    ConnectorEvents,
+    Health,
+    PromptSpec,
+    ResourceSpec,
+    ResourceTemplateSpec,
+    ToolSpec,
+)
+from gateway.protocol.errors import BackendUnavailable, InvalidRequest, MethodNotFound, ProtocolError
+from gateway.telemetry import tracing
+
+from . import mapping
+from .client import UpstreamSession
+from .config import MCPConfig
+from .legacy_sse import LegacySSETransport
+from .listing import ALL_LISTINGS, fetch_listings
+from .relay import Relay, sole_owner
+from .stdio import StdioTransport
+from .streamable_http import StreamableHTTPTransport
+from .transport import ClientTransport, Deliver, OnLost, SessionExpired
+
+if TYPE_CHECKING:
+    from gateway.context import CallContext, SessionHandle
+
+__all__ = ["MCPConnector"]
+
+log = logging.getLogger("connectors.mcp")
+
+_SHARED_CLIENT_CAPS: dict[str, Any] = {"sampling": {}, "elicitation": {"form": {}, "url": {}},
+                                        "roots": {"listChanged": True}}
+
+
+class MCPConnector(Connector):
+    kind = "mcp"
+    config_model = MCPConfig
+    config: MCPConfig
+
+    def __init__(self, config: MCPConfig, base_dir: Path = Path(".")) -> None:
+        super().__init__(config, base_dir)
+        self._http: aiohttp.ClientSession | None = None
+        self._shared: UpstreamSession | None = None
+        self._clients: dict[str, UpstreamSession] = {}
+        self._client_locks: dict[str, asyncio.Lock] = {}
+        self._bindings: dict[UpstreamSession, SessionHandle] = {}
+        self._tools: tuple[ToolSpec, ...] = ()
+        self._resources: tuple[ResourceSpec, ...] = ()
+        self._templates: tuple[ResourceTemplateSpec, ...] = ()
+        self._template_res: tuple[Any, ...] = ()
+        self._prompts: tuple[PromptSpec, ...] = ()
+        self._caps: set[str] | None = None
+        self._progress: dict[str, Relay] = {}
+        self._tokens = itertools.count(1)
+        self._subscribed: set[str] = set()
+        self._health = Health(False, "starting")
+        self._stopping = False
+        self._reconnect_task: asyncio.Task[None] | None = None
+        self._ping_task: asyncio.Task[None] | None = None
+        self._refresh_task: asyncio.Task[None] | None = None
+        self._refresh_pending: set[str] = set()
+        self._bg: set[asyncio.Task[Any]] = set()
+        self.reconnects = 0
+        self._connected_once = False
+        self._first_attempt = asyncio.Event()
+        self._timeout = config.timeout_s
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def start(self, events: ConnectorEvents) -> None:
+        self.events = events
+        self._stopping = False
+        if self.config.transport != "stdio":
+            # One HTTP client per connector, shared by every upstream session of it (its cookie jar
+            # keeps load-balancer stickiness cookies, which stateful upstreams behind one rely on).
+            self._http = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.config.connect_timeout_s),
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60),
+            )
+        # The first attempt runs as the reconnect loop with no initial delay. start() waits for it
+        # only up to startup_wait_s: a slow or hung upstream must not hold up the gateway and the
+        # other connectors; it joins the catalog (components_changed) whenever it gets there.
+        self._set_health(False, "connecting")
+        self._first_attempt = asyncio.Event()
+        self._schedule_reconnect(immediately=True)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.config.startup_wait_s):
+                await self._first_attempt.wait()
+        if self._shared is None:
+            log.warning("upstream %s not connected yet: %s", self.name, self._health.detail)
+        if self.config.ping_interval_s > 0:
+            self._ping_task = asyncio.create_task(self._ping_loop(), name=f"mcp-ping-{self.name}")
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for task in (self._reconnect_task, self._ping_task, self._refresh_task, *self._bg):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        sessions = [s for s in (self._shared, *self._clients.values()) if s is not None]
+        self._shared = None
+        self._clients.clear()
+        self._bindings.clear()
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
+
+    def health(self) -> Health:
+        return self._health
+
+    def _set_health(self, up: bool, detail: str) -> None:
+        extra: dict[str, Any] = {"transport": self.config.transport, "reconnects": self.reconnects}
+        if up and self._shared is not None:
+            extra["protocol_version"] = self._shared.protocol_version
+            extra["server"] = self._shared.server_info.get("name", "")
+        changed = up != self._health.up
+        self._health = Health(up, detail, extra)
+        if changed and self.events is not None:
+            self.events.health_changed(self._health)
+
+    def capabilities(self) -> set[str]:
+        # Before the first connection nothing is known: offer everything, so clients that
+        # initialized while the upstream was down still learn about its components later.
+        return set(mapping.ALL_CAPABILITIES) if self._caps is None else set(self._caps)
+
+    # -- sessions ------------------------------------------------------------------------------
+    def _transport_factory(self) -> Callable[[Deliver, OnLost], ClientTransport]:
+        cfg = self.config
+        if cfg.transport == "stdio":
+            # The child runs in the config file's folder unless told otherwise, and a relative
+            # command path resolves there too, so a config works from whatever directory it is served.
+            cwd = self.base_dir if cfg.cwd is None else Path(cfg.cwd)
+            if not cwd.is_absolute():
+                cwd = self.base_dir / cwd
+            command = cfg.command or ""
+            if "/" in command and not Path(command).is_absolute():
+                command = str((self.base_dir / command).resolve())
+            return lambda deliver, lost: StdioTransport(self.name, deliver, lost, command=command, args=cfg.args,
+                                                        env=cfg.env, cwd=str(cwd), inherit_env=cfg.inherit_env)
+        assert self._http is not None and cfg.url is not None
+        http, url = self._http, cfg.url
+        if cfg.transport == "sse":
+            return lambda deliver, lost: LegacySSETransport(self.name, deliver, lost, url=url, headers=cfg.headers,
+                                                            http=http, connect_timeout_s=cfg.connect_timeout_s)
+        return lambda deliver, lost: StreamableHTTPTransport(self.name, deliver, lost, url=url,
+                                                             headers=cfg.headers, http=http)
+
+    async def _open_session(self, capabilities: dict[str, Any]) -> UpstreamSession:
+        session = UpstreamSession(self.name, self._transport_factory(), self,
+                                  client_info={"name": "mcp-gateway", "version": "0.1.0"},
+                                  capabilities=capabilities)
+        await session.open(self.config.connect_timeout_s)
+        return session
+
+    async def _connect(self) -> None:
+        session = await self._open_session(_SHARED_CLIENT_CAPS)
+        try:
+            listings = await fetch_listings(session, ALL_LISTINGS, self._timeout or 30.0, self.config.max_pages)
+        except BaseException as exc:
+            await session.close()
+            if isinstance(exc, ProtocolError):
+                raise BackendUnavailable(f"upstream {self.name} failed to list its components: {exc}") from None
+            raise
+        if self._stopping:
+            await session.close()
+            return
+        self._shared = session
+        caps = mapping.capability_set(session.server_capabilities)
+        self._caps = caps if self._caps is None else self._caps | caps
+        self._apply(listings)
+        for uri in list(self._subscribed):
+            self._spawn(self._quiet(session.request("resources/subscribe", {"uri": uri}, timeout_s=10)))
+        self._set_health(True, f"connected ({session.protocol_version})")
+        if self.events is not None:
+            self.events.components_changed()
+
+    def _apply(self, listings: dict[str, list[Any]]) -> None:
+        if "tools" in listings:
+            self._tools = mapping.tool_specs(listings["tools"])
+        if "resources" in listings:
+            self._resources = mapping.resource_specs(listings["resources"])
+        if "templates" in listings:
+            self._templates = mapping.template_specs(listings["templates"])
+            self._template_res = tuple(mapping.template_regex(t.uri_template) for t in self._templates)
+        if "prompts" in listings:
+            self._prompts = mapping.prompt_specs(listings["prompts"])
+
+    def _clear(self) -> None:
+        self._tools, self._resources, self._templates, self._template_res, self._prompts = (), (), (), (), ()
+
+    # -- SessionHandler: what the upstream initiates -------------------------------------------
+    def on_lost(self, session: UpstreamSession, reason: str) -> None:
+        if session is not self._shared:
+            for key, value in list(self._clients.items()):
+                if value is session:
+                    del self._clients[key]
+            self._bindings.pop(session, None)
+            self._spawn(session.close())
+            return
+        log.warning("upstream %s lost: %s", self.name, reason)
+        self._shared = None
+        self._spawn(session.close())
+        self._clear()
+        self._set_health(False, reason)
+        if self.events is not None:
+            self.events.components_changed()
+        self._schedule_reconnect()
+
+    def on_notification(self, session: UpstreamSession, method: str, params: dict[str, Any], owner: Any) -> None:
+        if method == "notifications/progress":
+            relay = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
+            if relay is not None:
+                ctx = relay.ctx
+                relay.push(lambda: ctx.progress(params.get("progress", 0), params.get("total"), params.get("message")))
+        elif method == "notifications/message":
+            relay = owner if owner is not None else sole_owner(session)
+            level, data, logger = params.get("level", "info"), params.get("data"), params.get("logger")
+            if relay is not None:
+                ctx = relay.ctx
+                relay.push(lambda: ctx.log(level, data, logger))
+            elif self.events is not None:
+                self.events.log(level, data, logger)
+        elif method.endswith("/list_changed"):
+            if session is self._shared:
+                kind = method.split("/")[1]
+                self._schedule_refresh({"tools"} if kind == "tools" else {"prompts"} if kind == "prompts"
+                                       else {"resources", "templates"})
+        elif method == "notifications/resources/updated":
+            uri = params.get("uri")
+            if isinstance(uri, str) and self.events is not None:
+                self.events.resource_updated(uri)
+
+    async def on_request(self, session: UpstreamSession, method: str, params: dict[str, Any],
+                         owner: Any) -> dict[str, Any]:
+        relay: Relay | None = owner if owner is not None else sole_owner(session)
+        if relay is not None:
+            ctx = relay.ctx
+            return await ctx.session.request(method, params, related_request_id=ctx.request_id)
+        bound = self._bindings.get(session)
+        if bound is not None:
+            return await bound.request(method, params)
+        raise InvalidRequest(f"The gateway cannot tell which client {method} is for: no single client request "
+                             f"to upstream {self.name} is in flight")
+
+    # -- background work -----------------------------------------------------------------------
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.create_task(coro)
+        self._bg.add(task)
+        task.add_done_callback(self._bg.discard)
+
+    @staticmethod
+    async def _quiet(coro: Coroutine[Any, Any, Any]) -> None:
+        with contextlib.suppress(Exception):
+            await coro
+
+    def _schedule_reconnect(self, immediately: bool = False) -> None:
+        if self._stopping or (self._reconnect_task is not None and not self._reconnect_task.done()):
+            return
+        self._reconnect_task = asyncio.create_task(self._reconnect_loop(immediately),
+                                                   name=f"mcp-connect-{self.name}")
+
+    async def _reconnect_loop(self, immediately: bool) -> None:
+        delay = self.config.reconnect_initial_s
+        while not self._stopping and self._shared is None:
+            if not immediately:
+                # Jitter: many gateways restarting together must not hit an upstream in lockstep.
+                await asyncio.sleep(random.uniform(delay / 2, delay))
+            immediately = False
+            try:
+                await self._connect()
+            except BackendUnavailable as exc:
+                self._set_health(False, exc.message)
+                delay = min(delay * 2, self.config.reconnect_max_s)
+                continue
+            finally:
+                self._first_attempt.set()
+            if self._connected_once:
+                self.reconnects += 1
+                self._set_health(True, self._health.detail)
+                log.info("upstream %s reconnected", self.name)
+            self._connected_once = True
+            return
+
+    def _schedule_refresh(self, which: set[str]) -> None:
+        self._refresh_pending |= which
+        if self._refresh_task is None or self._refresh_task.done():
+            self._refresh_task = asyncio.create_task(self._refresh_loop(), name=f"mcp-refresh-{self.name}")
+
+    async def _refresh_loop(self) -> None:
+        # Coalesces bursts of list_changed into as few re-fetches as possible.
+        while self._refresh_pending:
+            session = self._shared
+            if session is None:
+                return  # the reconnect fetches everything anyway
+            which, self._refresh_pending = self._refresh_pending, set()
+            try:
+                listings = await fetch_listings(session, which, self._timeout or 30.0, self.config.max_pages)
+            except ProtocolError as exc:
+                log.warning("upstream %s: re-listing after list_changed failed: %s", self.name, exc)
+                return
+            if session is not self._shared:
+                return  # lost meanwhile: stale listings must not resurrect its components
+            self._apply(listings)
+            if self.events is not None:
+                self.events.components_changed()
+
+    async def _ping_loop(self) -> None:
+        interval = self.config.ping_interval_s
+        while not self._stopping:
+            await asyncio.sleep(interval)
+            session = self._shared
+            if session is None or not session.alive:
+                continue
+            try:
+                await session.request("ping", None, timeout_s=min(interval, 10.0), cancellable=False)
+            except SessionExpired:
+                session.lose("upstream session expired")
+            except ProtocolError as exc:
+                if exc.code != MethodNotFound.code:  # an upstream without ping is still up
+                    session.lose(f"health ping failed: {exc.message}")
+
+    # -- components ----------------------------------------------------------------------------
+    def tools(self) -> tuple[ToolSpec, ...]:
+        return self._tools
+
+    def resources(self) -> tuple[ResourceSpec, ...]:
+        return self._resources
+
+    def resource_templates(self) -> tuple[ResourceTemplateSpec, ...]:
+        return self._templates
+
+    def prompts(self) -> tuple[PromptSpec, ...]:
+        return self._prompts
+
+    def owns_uri(self, uri: str) -> bool:
+        return any(rx.match(uri) for rx in self._template_res)
+
+    # -- calls ---------------------------------------------------------------------------------
+    async def _session_for(self, ctx: CallContext) -> UpstreamSession:
+        shared = self._shared
+        if shared is None:
+            raise BackendUnavailable(f"Upstream MCP server {self.name} is unavailable: {self._health.detail}")
+        if self.config.session == "shared":
+            return shared
+        sid = ctx.session.id
+        session = self._clients.get(sid)
+        if session is not None and session.alive:
+            return session
+        lock = self._client_locks.setdefault(sid, asyncio.Lock())
+        async with lock:
+            session = self._clients.get(sid)
+            if session is None or not session.alive:
+                caps = dict(ctx.session.client_capabilities or {})
+                session = await self._open_session(caps)
+                self._clients[sid] = session
+                self._bindings[session] = ctx.session
+        return session
+
+    def _deadline(self, ctx: CallContext | None) -> float | None:
+        remaining = ctx.remaining() if ctx is not None else None
+        if self._timeout is None:
+            return remaining
+        return self._timeout if remaining is None else min(remaining, self._timeout)
+
+    async def _forward(self, method: str, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        # A CLIENT span per upstream request; its context travels in params._meta.traceparent.
+        with tracing.upstream_mcp_call(self.name, method, params):
+            return await self._forward_traced(method, params, ctx)
+
+    async def _forward_traced(self, method: str, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        relay = Relay(ctx)
+        token = None
+        if ctx.progress_token is not None:
+            token = f"{self.name}-{next(self._tokens)}"
+            self._progress[token] = relay
+        traceparent = tracing.meta_traceparent()  # this request's span (or the caller's context)
+        meta = mapping.outgoing_meta(ctx.params.get("_meta"), token, traceparent or ctx.traceparent)
+        if meta is not None:
+            if traceparent:
+                meta["traceparent"] = traceparent
+            params["_meta"] = meta
+        try:
+            for attempt in (0, 1):
+                session = await self._session_for(ctx)
+                try:
+                    result = await session.request(method, params, timeout_s=self._deadline(ctx), owner=relay)
+                    break
+                except SessionExpired:
+                    # The upstream forgot us (restart, idle expiry): initialize again, retry once.
+                    session.lose("upstream session expired")
+                    if attempt or self.config.session == "shared" and not await self._wait_reconnect():
+                        raise BackendUnavailable(f"Upstream MCP server {self.name} expired the session") from None
+        finally:
+            if token is not None:
+                del self._progress[token]
+        await relay.drain()
+        return result
+
+    async def _wait_reconnect(self) -> bool:
+        task = self._reconnect_task
+        if task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(task), self.config.connect_timeout_s)
+        return self._shared is not None
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        return await self._forward("tools/call", {"name": name, "arguments": arguments}, ctx)
+
+    async def read_resource(self, uri: str, ctx: CallContext) -> dict[str, Any]:
+        return await self._forward("resources/read", {"uri": uri}, ctx)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str], ctx: CallContext) -> dict[str, Any]:
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = arguments
+        return await self._forward("prompts/get", params, ctx)
+
+    async def complete(self, ref: dict[str, Any], argument: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        if self._caps is not None and "completions" not in self._caps:
+            return {"completion": {"values": [], "hasMore": False}}
+        params: dict[str, Any] = {"ref": ref, "argument": argument}
+        context = ctx.params.get("context")
+        if isinstance(context, dict):
+            params["context"] = context
+        return await self._forward("completion/complete", params, ctx)
+
+    async def subscribe(self, uri: str, ctx: CallContext) -> None:
+        self._subscribed.add(uri)
+        shared = self._shared
+        if shared is None:
+            raise BackendUnavailable(f"Upstream MCP server {self.name} is unavailable: {self._health.detail}")
+        await self._subscription(shared, "resources/subscribe", uri, ctx)
+
+    async def unsubscribe(self, uri: str, ctx: CallContext | None) -> None:
+        # ctx is None when the gateway drops the last subscription of a closed session.
+        self._subscribed.discard(uri)
+        shared = self._shared
+        if shared is not None:
+            await self._subscription(shared, "resources/unsubscribe", uri, ctx)
+
+    async def _subscription(self, session: UpstreamSession, method: str, uri: str, ctx: CallContext | None) -> None:
+        declared = "subscribe" in mapping.capability_set(session.server_capabilities)
+        try:
+            await session.request(method, {"uri": uri}, timeout_s=self._deadline(ctx) or 30.0)
+        except ProtocolError:
+            # Servers built on the Python SDK serve subscriptions while declaring
+            # ``subscribe: false``, so an undeclared upstream is still asked; only one that
+            # declared the capability gets its refusal passed on.
+            if declared:
+                raise
+
+    def roots_changed(self, session: SessionHandle) -> None:
+        """A downstream client's roots changed: tell the upstream session(s) that may ask for them."""
+        targets = [self._clients.get(session.id)] if self.config.session == "per_client" else [self._shared]
+        for upstream in targets:
+            if upstream is not None and upstream.alive:
+                self._spawn(self._quiet(upstream.notify("notifications/roots/list_changed")))
+
+    async def session_closed(self, session_id: str) -> None:
+        self._client_locks.pop(session_id, None)
+        session = self._clients.pop(session_id, None)
+        if session is not None:
+            self._bindings.pop(session, None)
+            await session.close()

@@ -1,0 +1,106 @@
+"""Legacy HTTP+SSE client transport (MCP 2024-11-05).
+
+``connect`` opens the GET event stream at ``url`` and waits for the ``endpoint`` event naming the
+URL to POST messages to (resolved against ``url``). Every server message then arrives as a
+``message`` event on that one stream, so nothing is related to a request (``related_id`` None).
+The stream ending is the upstream going away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+from urllib.parse import urljoin
+
+import aiohttp
+
+from gateway.protocol.errors import BackendUnavailable
+from gateway.protocol.jsonrpc import dumps
+
+from .sse import SSEDecoder
+from .transport import MAX_LINE, ClientTransport, Deliver, OnLost, TransportClosed, decode_payload
+
+__all__ = ["LegacySSETransport"]
+
+log = logging.getLogger("connectors.mcp")
+
+_CONN_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ConnectionError)
+
+
+class LegacySSETransport(ClientTransport):
+    def __init__(self, name: str, deliver: Deliver, on_lost: OnLost, *, url: str, headers: dict[str, str],
+                 http: aiohttp.ClientSession, connect_timeout_s: float) -> None:
+        super().__init__(name, deliver, on_lost)
+        self._url = url
+        self._http = http
+        self._headers = dict(headers)
+        self._post_headers = {**headers, "Content-Type": "application/json"}
+        self._connect_timeout = connect_timeout_s
+        self._endpoint: asyncio.Future[str] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.post_url: str | None = None
+
+    async def connect(self) -> None:
+        self._endpoint = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._read(), name=f"mcp-sse-{self.name}")
+        try:
+            async with asyncio.timeout(self._connect_timeout):
+                self.post_url = await asyncio.shield(self._endpoint)
+        except (TimeoutError, TransportClosed) as exc:
+            await self.close()
+            raise TransportClosed(str(exc) or f"upstream {self.name} sent no endpoint event") from None
+
+    async def _read(self) -> None:
+        assert self._endpoint is not None
+        reason = "event stream closed by the upstream"
+        try:
+            headers = {**self._headers, "Accept": "text/event-stream"}
+            async with self._http.get(self._url, headers=headers) as resp:
+                if resp.status != 200:
+                    raise TransportClosed(f"upstream {self.name} answered HTTP {resp.status} at {self._url}")
+                decoder = SSEDecoder()
+                while line := await resp.content.readuntil(b"\n", max_size=MAX_LINE):
+                    event = decoder.feed_line(line)
+                    if event is None:
+                        continue
+                    if event.event == "endpoint":
+                        if not self._endpoint.done():
+                            self._endpoint.set_result(urljoin(self._url, event.data.strip()))
+                    elif event.event == "message" and event.data:
+                        decode_payload(event.data, self._deliver, None, self.name)
+        except TransportClosed as exc:
+            reason = str(exc)
+        except _CONN_ERRORS as exc:
+            reason = f"cannot reach upstream {self.name} at {self._url}: {exc}"
+        finally:
+            if not self._endpoint.done():
+                self._endpoint.set_exception(TransportClosed(reason))
+                self._endpoint.exception()  # retrieved here so an unawaited failure is not logged
+            self._lose(reason)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if not self.is_open or self.post_url is None:
+            raise TransportClosed(f"upstream {self.name} is disconnected")
+        try:
+            async with self._http.post(self.post_url, data=dumps(message), headers=self._post_headers) as resp:
+                if resp.status >= 400:
+                    await resp.read()
+                    if resp.status == 404:
+                        self._lose(f"upstream {self.name} forgot our session (HTTP 404)")
+                        raise TransportClosed(f"upstream {self.name} forgot our session")
+                    raise BackendUnavailable(f"upstream {self.name} answered HTTP {resp.status}")
+        except _CONN_ERRORS as exc:
+            reason = f"cannot reach upstream {self.name}: {exc}"
+            self._lose(reason)
+            raise TransportClosed(reason) from None
+
+    async def close(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task

@@ -1,0 +1,138 @@
+"""stdio client transport: spawn the upstream server and talk newline-delimited JSON to it.
+
+The child gets a small safe subset of the gateway's environment (PATH, HOME, locale, proxies:
+what a program needs to start, never the gateway's secrets) plus the configured ``env``, or the
+whole environment with ``inherit_env: true``. It runs in ``cwd``, and its stderr goes to the
+gateway log line by line under ``connectors.mcp.<name>``. When the process exits the transport
+reports the loss; the connector's reconnect loop spawns a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from typing import Any
+
+from gateway.protocol.jsonrpc import dumps
+
+from .transport import MAX_LINE, ClientTransport, Deliver, OnLost, TransportClosed, decode_payload
+
+__all__ = ["StdioTransport", "SAFE_ENV"]
+
+# What a child process needs to run at all; secrets in the gateway's environment stay there.
+SAFE_ENV = ("HOME", "LOGNAME", "USER", "PATH", "SHELL", "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ",
+            "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+            "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS")
+
+# A single JSON-RPC line may carry a large resource; asyncio's default 64 KiB limit is far too low.
+_LINE_LIMIT = MAX_LINE
+
+
+class StdioTransport(ClientTransport):
+    def __init__(self, name: str, deliver: Deliver, on_lost: OnLost, *, command: str, args: tuple[str, ...],
+                 env: dict[str, str], cwd: str | None, inherit_env: bool = False,
+                 stop_grace_s: float = 2.0) -> None:
+        super().__init__(name, deliver, on_lost)
+        self._command = command
+        self._args = args
+        base = dict(os.environ) if inherit_env else {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
+        self._env = {**base, **env}
+        self._cwd = cwd
+        self._grace = stop_grace_s
+        self._proc: asyncio.subprocess.Process | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stderr_log = logging.getLogger(f"connectors.mcp.{name}")
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    async def connect(self) -> None:
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                self._command, *self._args,
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                env=self._env, cwd=self._cwd, limit=_LINE_LIMIT,
+                start_new_session=True,  # a Ctrl-C on the gateway's terminal is the gateway's to handle
+            )
+        except OSError as exc:
+            raise TransportClosed(f"cannot start {self._command!r}: {exc.strerror or exc}") from None
+        self._tasks = [asyncio.create_task(self._read_stdout(), name=f"mcp-stdio-out-{self.name}"),
+                       asyncio.create_task(self._read_stderr(), name=f"mcp-stdio-err-{self.name}")]
+
+    async def _read_stdout(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        stdout = self._proc.stdout
+        try:
+            while True:
+                try:
+                    line = await stdout.readline()
+                except ValueError:  # a line over the limit: the stream is unusable from here on
+                    self._stderr_log.error("upstream %s wrote a line over %d bytes", self.name, _LINE_LIMIT)
+                    break
+                if not line:
+                    break
+                if line.strip():
+                    decode_payload(line, self._deliver, None, self.name)
+        finally:
+            code = None
+            if self._proc.returncode is None and not self._closing:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    code = await asyncio.wait_for(self._proc.wait(), 0.5)
+            else:
+                code = self._proc.returncode
+            self._lose(f"upstream process exited (code {code})" if code is not None else "upstream closed stdout")
+
+    async def _read_stderr(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        while True:
+            try:
+                line = await self._proc.stderr.readline()
+            except ValueError:
+                continue
+            if not line:
+                return
+            self._stderr_log.info("%s", line.decode("utf-8", "replace").rstrip())
+
+    async def send(self, message: dict[str, Any]) -> None:
+        proc = self._proc
+        if proc is None or proc.stdin is None or not self.is_open:
+            raise TransportClosed(f"upstream {self.name} is not running")
+        try:
+            proc.stdin.write(dumps(message) + b"\n")
+            await proc.stdin.drain()
+        except (ConnectionError, RuntimeError) as exc:
+            self._lose(f"cannot write to upstream process: {exc}")
+            raise TransportClosed(f"upstream {self.name} is not running") from None
+
+    async def close(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            # The MCP stdio shutdown sequence: close stdin, wait, SIGTERM, wait, SIGKILL.
+            if proc.stdin is not None:
+                with contextlib.suppress(Exception):
+                    proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), self._grace)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.terminate()
+                try:
+                    await asyncio.wait_for(proc.wait(), self._grace)
+                except TimeoutError:
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.kill()
+                    await proc.wait()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if proc is not None and proc.stdin is not None:
+            with contextlib.suppress(Exception):
+                proc.stdin.close()

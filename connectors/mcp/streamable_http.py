@@ -1,0 +1,241 @@
+"""Streamable HTTP client transport (MCP 2025-03-26 and later).
+
+Every message is one POST. A request's answer is either one JSON body or an SSE stream that may
+carry notifications and server→client requests *related to that request* before the response;
+those are delivered with ``related_id`` set, which is how the connector routes an upstream's
+sampling or progress to the downstream session that caused it. ``send`` returns only once the
+response was delivered, so the caller's task does the reading and no task is spawned per call.
+
+A response stream that ends before the response (the server closing it on purpose, SEP-1699) is
+resumed with a GET carrying ``Last-Event-ID`` when the server gave event ids. After initialize a
+background GET stream receives unrelated server messages (405 means the server has none). A 404
+on a request carrying our session id raises :class:`SessionExpired`; the session re-initializes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+import aiohttp
+from yarl import URL
+
+from gateway.protocol.errors import BackendUnavailable
+from gateway.protocol.jsonrpc import dumps
+
+from .sse import SSEDecoder
+from .transport import (
+    MAX_LINE,
+    ClientTransport,
+    Deliver,
+    OnLost,
+    SessionExpired,
+    TransportClosed,
+    decode_payload,
+)
+
+__all__ = ["StreamableHTTPTransport"]
+
+log = logging.getLogger("connectors.mcp")
+
+_CONN_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ConnectionError)
+
+
+async def _drain(resp: aiohttp.ClientResponse) -> None:
+    """Read what follows the response (normally just the end of the stream) so the connection
+    goes back to the pool instead of being closed: closing it would leave a TIME_WAIT socket per
+    call, which exhausts ephemeral ports under sustained load."""
+    try:
+        async with asyncio.timeout(10.0):
+            while await resp.content.readany():
+                pass
+        resp.release()
+    except asyncio.CancelledError:
+        resp.close()
+        raise
+    except Exception:
+        resp.close()  # a server keeping the stream open, or a broken one: drop this connection
+
+
+class StreamableHTTPTransport(ClientTransport):
+    def __init__(self, name: str, deliver: Deliver, on_lost: OnLost, *, url: str, headers: dict[str, str],
+                 http: aiohttp.ClientSession) -> None:
+        super().__init__(name, deliver, on_lost)
+        self._url = URL(url)  # parsed once: aiohttp would parse a str on every request
+        self._http = http
+        # Built once and replaced (never mutated) when the session id or version is learnt.
+        self._headers: dict[str, str] = {**headers, "Accept": "application/json, text/event-stream",
+                                         "Content-Type": "application/json"}
+        self.session_id: str | None = None
+        self._get_task: asyncio.Task[None] | None = None
+        self._drains: set[asyncio.Task[None]] = set()
+
+    async def connect(self) -> None:
+        # Nothing to open: the initialize POST is the connection. Failures surface there.
+        return
+
+    def _set_header(self, key: str, value: str) -> None:
+        self._headers = {**self._headers, key: value}
+
+    def initialized(self) -> None:
+        if self.protocol_version:
+            self._set_header("MCP-Protocol-Version", self.protocol_version)
+        self._get_task = asyncio.create_task(self._get_stream(), name=f"mcp-http-get-{self.name}")
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if not self.is_open:
+            raise TransportClosed(f"upstream {self.name} is disconnected")
+        rid = message.get("id") if "method" in message else None
+        try:
+            resp = await self._http.post(self._url, data=dumps(message), headers=self._headers)
+        except _CONN_ERRORS as exc:
+            reason = f"cannot reach upstream {self.name} at {self._url}: {exc}"
+            self._lose(reason)
+            raise TransportClosed(reason) from None
+        handed_off = False
+        try:
+            status = resp.status
+            if status == 202:
+                return
+            if status == 404 and self.session_id is not None:
+                raise SessionExpired(f"upstream {self.name} expired session {self.session_id}")
+            sid = resp.headers.get("mcp-session-id")
+            if sid and sid != self.session_id:
+                self.session_id = sid
+                self._set_header("mcp-session-id", sid)
+            if resp.headers.get("Content-Type", "").startswith("text/event-stream"):
+                if rid is None:
+                    return
+                if not await self._read_stream(resp, rid):
+                    raise BackendUnavailable(f"upstream {self.name} closed the response stream before answering")
+                if not resp.content.is_eof():
+                    # The server ends the stream a moment after the response: finish reading it in
+                    # the background so the caller returns now and the connection is reused.
+                    handed_off = True
+                    self._spawn_drain(resp)
+                return
+            body = await resp.read()
+            if status >= 400:
+                self._deliver_error_body(body, rid, status)
+                return
+            if rid is not None and body:
+                decode_payload(body, self._deliver, rid, self.name)
+        except _CONN_ERRORS as exc:
+            reason = f"cannot reach upstream {self.name} at {self._url}: {exc}"
+            self._lose(reason)
+            raise TransportClosed(reason) from None
+        finally:
+            if not handed_off:
+                resp.release()
+
+    def _spawn_drain(self, resp: aiohttp.ClientResponse) -> None:
+        task = asyncio.create_task(_drain(resp))
+        self._drains.add(task)
+        task.add_done_callback(self._drains.discard)
+
+    def _deliver_error_body(self, body: bytes, rid: Any, status: int) -> None:
+        """A 4xx/5xx: pass a JSON-RPC error for our request through, otherwise fail with the status."""
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and "error" in obj and rid is not None:
+            if obj.get("id") is None:
+                obj = {**obj, "id": rid}
+            self._deliver(obj, rid)
+            return
+        if rid is not None:
+            hint = " (check the credentials in its headers)" if status in (401, 403) else ""
+            raise BackendUnavailable(f"upstream {self.name} answered HTTP {status}{hint}")
+
+    async def _read_stream(self, resp: aiohttp.ClientResponse, rid: Any) -> bool:
+        """Deliver events until our response arrives; resume with Last-Event-ID if cut short."""
+        decoder = SSEDecoder()
+        if await self._consume(resp, decoder, rid):
+            return True
+        attempts = 0
+        while decoder.last_event_id is not None and self.is_open and attempts < 5:
+            attempts += 1
+            await asyncio.sleep((decoder.retry_ms if decoder.retry_ms is not None else 500) / 1000)
+            headers = {**self._headers, "Accept": "text/event-stream", "Last-Event-ID": decoder.last_event_id}
+            async with self._http.get(self._url, headers=headers) as again:
+                if again.status != 200:
+                    return False
+                if await self._consume(again, decoder, rid):
+                    return True
+        return False
+
+    async def _consume(self, resp: aiohttp.ClientResponse, decoder: SSEDecoder, rid: Any) -> bool:
+        deliver = self._deliver
+        while line := await resp.content.readuntil(b"\n", max_size=MAX_LINE):
+            event = decoder.feed_line(line)
+            if event is None or not event.data or event.event != "message":
+                continue
+            try:
+                obj = json.loads(event.data)
+            except ValueError:
+                log.warning("upstream %s sent an SSE event that is not JSON", self.name)
+                continue
+            items = obj if isinstance(obj, list) else (obj,)
+            done = False
+            for item in items:
+                if not isinstance(item, dict):
+                    continue
+                deliver(item, rid)
+                if item.get("id") == rid and "method" not in item:
+                    done = True
+            if done:
+                return True
+        return False
+
+    async def _get_stream(self) -> None:
+        """The standalone GET stream for server messages unrelated to any request."""
+        decoder = SSEDecoder()
+        delay = 0.5
+        while self.is_open:
+            headers = {**self._headers, "Accept": "text/event-stream"}
+            headers.pop("Content-Type", None)
+            if decoder.last_event_id is not None:
+                headers["Last-Event-ID"] = decoder.last_event_id
+            try:
+                async with self._http.get(self._url, headers=headers) as resp:
+                    if resp.status == 405:
+                        return  # the server offers no standalone stream
+                    if 400 <= resp.status < 500 and resp.status not in (404, 408, 429):
+                        log.debug("upstream %s refuses the GET stream: HTTP %s", self.name, resp.status)
+                        return  # asking again would not change its mind
+                    if resp.status != 200:
+                        log.debug("upstream %s refused the GET stream: HTTP %s", self.name, resp.status)
+                    else:
+                        delay = 0.5
+                        while line := await resp.content.readuntil(b"\n", max_size=MAX_LINE):
+                            event = decoder.feed_line(line)
+                            if event is not None and event.data and event.event == "message":
+                                decode_payload(event.data, self._deliver, None, self.name)
+            except _CONN_ERRORS:
+                pass
+            if not self.is_open:
+                return
+            # The spec's retry field wins; otherwise back off so a down upstream is not hammered.
+            await asyncio.sleep(decoder.retry_ms / 1000 if decoder.retry_ms is not None else delay)
+            delay = min(delay * 2, 10.0)
+
+    async def close(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        for task in list(self._drains):
+            task.cancel()
+        if self._get_task is not None:
+            self._get_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._get_task
+        if self.session_id is not None and not self._lost:
+            headers = {k: v for k, v in self._headers.items() if k not in ("Accept", "Content-Type")}
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(2):
+                    async with self._http.delete(self._url, headers=headers):
+                        pass

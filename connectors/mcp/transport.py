@@ -1,0 +1,99 @@
+"""The client-transport contract shared by the stdio, legacy SSE and Streamable HTTP clients.
+
+A transport moves JSON-RPC messages (dicts) between the gateway and one upstream server and knows
+nothing of MCP semantics. It hands every incoming message to ``deliver(message, related_id)``:
+``related_id`` is the id of the gateway's own request whose response stream carried the message
+(Streamable HTTP knows it; stdio and legacy SSE pass None). ``deliver`` must not block: the
+session it belongs to spawns tasks for anything slow.
+
+When the upstream goes away on its own (process exit, event stream closed, connection refused)
+the transport calls ``on_lost(reason)`` exactly once; after that ``send`` raises
+:class:`TransportClosed`. :class:`SessionExpired` (HTTP 404 on a known session id) asks the owner
+to re-initialize transparently.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Deliver", "OnLost", "TransportClosed", "SessionExpired", "ClientTransport", "decode_payload",
+           "MAX_LINE"]
+
+log = logging.getLogger("connectors.mcp")
+
+# Longest SSE line (one JSON-RPC message) accepted from an upstream. aiohttp's own line limit is
+# 128 KiB, far below a large resource or tool result, so every reader passes this one.
+MAX_LINE = 64 * 1024 * 1024
+
+Deliver = Callable[[dict[str, Any], "str | int | None"], None]
+OnLost = Callable[[str], None]
+
+
+class TransportClosed(Exception):
+    """The upstream connection is gone (or was never made); the message was not delivered."""
+
+
+class SessionExpired(TransportClosed):
+    """The upstream no longer knows our session (Streamable HTTP 404): initialize again."""
+
+
+def decode_payload(data: bytes | str, deliver: Deliver, related: str | int | None, name: str) -> None:
+    """Decode one JSON-RPC frame (object or batch) and deliver each message."""
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        log.warning("upstream %s sent a frame that is not JSON: %.200r", name, data)
+        return
+    if isinstance(obj, list):
+        for item in obj:
+            if isinstance(item, dict):
+                deliver(item, related)
+    elif isinstance(obj, dict):
+        deliver(obj, related)
+    else:
+        log.warning("upstream %s sent a JSON value that is not a message: %.200r", name, data)
+
+
+class ClientTransport(abc.ABC):
+    """One connection to one upstream. Not reusable: a reconnect builds a new transport."""
+
+    def __init__(self, name: str, deliver: Deliver, on_lost: OnLost) -> None:
+        self.name = name
+        self._deliver = deliver
+        self._on_lost_cb = on_lost
+        self._lost = False
+        self._closing = False
+        self._initialized = False
+        # Negotiated by the session after initialize; HTTP transports send it as a header.
+        self.protocol_version: str | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return not self._lost and not self._closing
+
+    def _lose(self, reason: str) -> None:
+        if self._lost:
+            return
+        self._lost = True
+        if not self._closing:
+            self._on_lost_cb(reason)
+
+    @abc.abstractmethod
+    async def connect(self) -> None:
+        """Open the connection; raises TransportClosed (with a readable reason) on failure."""
+
+    @abc.abstractmethod
+    async def send(self, message: dict[str, Any]) -> None:
+        """Send one message. For HTTP requests this returns once the response was delivered."""
+
+    def initialized(self) -> None:
+        """The initialize handshake completed (Streamable HTTP opens its GET stream here)."""
+        self._initialized = True
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release everything; idempotent; never calls ``on_lost``."""

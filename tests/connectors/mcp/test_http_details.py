@@ -1,0 +1,131 @@
+"""Streamable HTTP details against a scripted upstream (aiohttp on loopback): static headers, the
+session id and protocol version headers, JSON responses, version negotiation, resumption of a cut
+response stream with Last-Event-ID."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from connectors.mcp.config import MCPConfig
+from connectors.mcp.connector import MCPConnector
+from tests.connectors.mcp.helpers import DummySession, Events, make_ctx
+
+
+class Scripted:
+    """A minimal Streamable HTTP MCP server; ``version`` is what it answers to initialize."""
+
+    def __init__(self, version: str = "2025-03-26") -> None:
+        self.version = version
+        self.posts: list[tuple[dict[str, str], dict[str, Any]]] = []
+        self.gets: list[dict[str, str]] = []
+        self.cut_stream = False  # cut the tools/call stream after a priming event, resume on GET
+        self.token: str | None = None  # when set, requests without "Bearer <token>" get 401
+
+    async def post(self, request: web.Request) -> web.StreamResponse:
+        msg = await request.json()
+        self.posts.append((dict(request.headers), msg))
+        if self.token is not None and request.headers.get("Authorization") != f"Bearer {self.token}":
+            return web.Response(status=401, text="unauthorized")
+        if "id" not in msg:
+            return web.Response(status=202)
+        method = msg.get("method")
+        if method == "initialize":
+            result = {"protocolVersion": self.version, "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "scripted", "version": "1"}}
+            return web.json_response({"jsonrpc": "2.0", "id": msg["id"], "result": result},
+                                     headers={"Mcp-Session-Id": "sess-1"})
+        if method == "tools/list":
+            tools = [{"name": "hello", "inputSchema": {"type": "object"}}]
+            return web.json_response({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": tools}})
+        if method == "tools/call" and self.cut_stream:
+            self.pending = msg["id"]
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await resp.prepare(request)
+            await resp.write(b"id: ev-1\nretry: 10\ndata:\n\n")
+            return resp  # ends the stream without the response
+        if method == "tools/call":
+            result = {"content": [{"type": "text", "text": "hi"}]}
+            return web.json_response({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+        return web.json_response({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "nope"}})
+
+    async def get(self, request: web.Request) -> web.StreamResponse:
+        self.gets.append(dict(request.headers))
+        if request.headers.get("Last-Event-ID") == "ev-1":
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await resp.prepare(request)
+            answer = {"jsonrpc": "2.0", "id": self.pending, "result": {"content": [{"type": "text", "text": "resumed"}]}}
+            await resp.write(b"id: ev-2\ndata: " + json.dumps(answer).encode() + b"\n\n")
+            return resp
+        return web.Response(status=405)
+
+
+@asynccontextmanager
+async def scripted(server: Scripted, **cfg: Any) -> AsyncIterator[tuple[MCPConnector, Scripted]]:
+    app = web.Application()
+    app.router.add_post("/mcp", server.post)
+    app.router.add_get("/mcp", server.get)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    c = MCPConnector(MCPConfig.model_validate({"name": "s", "type": "mcp", "transport": "streamable_http",
+                                              "url": f"http://127.0.0.1:{port}/mcp", "ping_interval_s": 0,
+                                              "connect_timeout_s": 3, **cfg}))
+    try:
+        await c.start(Events())
+        yield c, server
+    finally:
+        await c.stop()
+        await runner.cleanup()
+
+
+async def test_headers_session_id_version_and_json_responses() -> None:
+    async with scripted(Scripted(), headers={"Authorization": "Bearer t0k"}) as (c, server):
+        assert c.health().up and [t.name for t in c.tools()] == ["hello"]
+        result = await c.call_tool("hello", {}, make_ctx(DummySession("a")))
+        assert result["content"][0]["text"] == "hi"
+        init_headers, init = server.posts[0]
+        assert init["params"]["protocolVersion"] == "2025-11-25"  # we offer the newest
+        assert init_headers["Authorization"] == "Bearer t0k" and "Mcp-Session-Id" not in init_headers
+        later_headers, _ = server.posts[-1]
+        assert later_headers["Authorization"] == "Bearer t0k"
+        assert later_headers["mcp-session-id"] == "sess-1"
+        assert later_headers["MCP-Protocol-Version"] == "2025-03-26"  # what the upstream answered
+        assert c.health().extra["protocol_version"] == "2025-03-26"
+
+
+async def test_unsupported_upstream_version_keeps_it_down() -> None:
+    async with scripted(Scripted(version="1999-01-01")) as (c, _server):
+        assert not c.health().up and "1999-01-01" in c.health().detail
+
+
+async def test_cut_response_stream_is_resumed_with_last_event_id() -> None:
+    server = Scripted()
+    server.cut_stream = True
+    async with scripted(server) as (c, server):
+        result = await c.call_tool("hello", {}, make_ctx(DummySession("a")))
+        assert result["content"][0]["text"] == "resumed"
+        assert any(h.get("Last-Event-ID") == "ev-1" for h in server.gets)
+
+
+async def test_refused_credentials_say_so() -> None:
+    server = Scripted()
+    server.token = "right"
+    async with scripted(server, headers={"Authorization": "Bearer wrong"}) as (c, _server):
+        assert not c.health().up
+        assert "HTTP 401" in c.health().detail and "credentials" in c.health().detail
+
+
+@pytest.mark.parametrize("bad", [{"transport": "stdio"}, {"url": "ftp://x"}])
+def test_config_errors(bad: dict[str, Any]) -> None:
+    from pydantic import ValidationError
+    with pytest.raises(ValidationError):
+        MCPConfig.model_validate({"name": "s", "type": "mcp", "transport": "streamable_http", "url": "http://h",
+                                  **bad})

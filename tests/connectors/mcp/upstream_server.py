@@ -1,0 +1,234 @@
+"""A real upstream MCP server for the connector's tests, built with the official SDK (FastMCP).
+
+Run: ``python upstream_server.py --transport stdio|sse|streamable_http [--port P] [--tools N
+--page-size K]``. Tools: ``echo``, ``progress`` (reports ``steps`` progress notifications),
+``sample`` (asks the client for sampling and returns its text), ``log_then_echo``, ``hang``
+(sleeps, records cancellations), ``die`` (exits the process mid-call), ``pid``, ``grow`` (adds a
+tool and sends list_changed), ``touch`` (sends resources/updated to subscribers); a static
+resource ``mem://static``, a template ``mem://item/{id}``, a prompt ``greet``. ``--tools N`` adds
+``extra_000``... and paginates every tools/list by ``--page-size``; ``--ui TEXT`` adds an MCP Apps
+tool ``widget`` whose ``_meta.ui.resourceUri`` is ``ui://widget``; ``--resumable`` keeps SSE events so
+``reconnect`` (which cuts its own response stream) can be resumed with ``Last-Event-ID``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+
+from mcp import types
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from pydantic import AnyUrl
+
+CANCELLED: list[str] = []
+CANCELLED_EVENT = asyncio.Event()
+
+
+class MemoryEventStore(EventStore):
+    """Keeps every SSE event so a client can resume a cut stream with Last-Event-ID."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, types.JSONRPCMessage | None]] = []
+
+    async def store_event(self, stream_id: str, message: types.JSONRPCMessage | None) -> str:
+        event_id = str(len(self.events) + 1)
+        self.events.append((stream_id, event_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
+        stream = next((s for s, e, _m in self.events if e == last_event_id), None)
+        if stream is None:
+            return None
+        for s, e, m in self.events:
+            if s == stream and int(e) > int(last_event_id) and m is not None:
+                await send_callback(EventMessage(m, e))
+        return stream
+
+
+def build(args: argparse.Namespace) -> FastMCP:
+    resumable = {"event_store": MemoryEventStore(), "retry_interval": 50} if args.resumable else {}
+    mcp = FastMCP("upstream-test", host="127.0.0.1", port=args.port, log_level="WARNING", **resumable)
+
+    @mcp.tool()
+    async def reconnect(ctx: Context) -> str:
+        """Close this call's SSE stream mid-call (SEP-1699); the client resumes with Last-Event-ID."""
+        await ctx.info("before the cut")
+        await ctx.close_sse_stream()
+        await asyncio.sleep(0.2)
+        await ctx.info("after the cut")
+        return "survived the cut"
+
+    @mcp.tool()
+    def echo(text: str) -> str:
+        """Echo the text back."""
+        return text
+
+    @mcp.tool()
+    async def progress(steps: int, ctx: Context, delay: float = 0.01) -> str:
+        """Report `steps` progress notifications, then return."""
+        for i in range(1, steps + 1):
+            await ctx.report_progress(i, steps, f"step {i}")
+            await asyncio.sleep(delay)
+        token = ctx.request_context.meta.progressToken if ctx.request_context.meta else None
+        return f"done {steps} (upstream token {token})"
+
+    @mcp.tool()
+    async def sample(prompt: str, ctx: Context) -> str:
+        """Ask the client to sample and return what it answered."""
+        result = await ctx.session.create_message(
+            messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+            max_tokens=20, related_request_id=ctx.request_id)
+        text = result.content.text if isinstance(result.content, types.TextContent) else "?"
+        return f"sampled: {text}"
+
+    @mcp.tool()
+    async def log_then_echo(text: str, ctx: Context) -> str:
+        """Send two log messages, then echo."""
+        await ctx.info(f"first {text}")
+        await ctx.info(f"second {text}")
+        return text
+
+    @mcp.tool()
+    async def hang(ctx: Context, seconds: float = 30.0) -> str:
+        """Log "hanging", then sleep; a cancellation is recorded and reported by `cancelled`."""
+        await ctx.info("hanging")
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            CANCELLED.append("hang")
+            CANCELLED_EVENT.set()
+            raise
+        return "woke up"
+
+    @mcp.tool()
+    async def cancelled(wait: float = 0.0) -> str:
+        """Which calls were cancelled so far (waiting up to `wait` seconds for a first one)."""
+        if wait and not CANCELLED:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(CANCELLED_EVENT.wait(), wait)
+        return ",".join(CANCELLED)
+
+    @mcp.tool()
+    async def die(ctx: Context) -> str:
+        """Exit the server process in the middle of the call."""
+        await ctx.info("about to die")
+        await asyncio.sleep(0.05)
+        os._exit(3)
+
+    @mcp.tool()
+    def big(size: int) -> str:
+        """A text of `size` characters (large results cross every transport)."""
+        return "x" * size
+
+    @mcp.tool()
+    def seen_meta(ctx: Context) -> str:
+        """The request's _meta as this server received it (JSON)."""
+        meta = ctx.request_context.meta
+        return json.dumps(meta.model_dump(mode="json", exclude_none=True) if meta else {})
+
+    @mcp.tool()
+    def env(name: str) -> str:
+        """The value of an environment variable ("" when unset)."""
+        return os.environ.get(name, "")
+
+    @mcp.tool()
+    def pid() -> str:
+        """The server's process id."""
+        return str(os.getpid())
+
+    grown: list[str] = []
+
+    @mcp.tool()
+    async def grow(ctx: Context) -> str:
+        """Add a tool and announce it with notifications/tools/list_changed."""
+        name = f"grown_{len(grown)}"
+        grown.append(name)
+        mcp.add_tool(lambda: name, name=name, description="A tool added at run time")
+        await ctx.session.send_tool_list_changed()
+        return name
+
+    @mcp.tool()
+    async def touch(ctx: Context) -> str:
+        """Announce that mem://static changed (sent to subscribers only)."""
+        if "mem://static" in subscribed:
+            await ctx.session.send_resource_updated(AnyUrl("mem://static"))
+        return ",".join(sorted(subscribed))
+
+    subscribed: set[str] = set()
+
+    @mcp._mcp_server.subscribe_resource()
+    async def _subscribe(uri: AnyUrl) -> None:
+        subscribed.add(str(uri))
+
+    @mcp._mcp_server.unsubscribe_resource()
+    async def _unsubscribe(uri: AnyUrl) -> None:
+        subscribed.discard(str(uri))
+
+    @mcp.resource("mem://static", mime_type="text/plain")
+    def static() -> str:
+        """A static text."""
+        return "static text"
+
+    @mcp.resource("mem://item/{id}", mime_type="text/plain")
+    def item(id: str) -> str:
+        """An item by id."""
+        return f"item {id}"
+
+    @mcp.prompt()
+    def greet(name: str) -> str:
+        """Greet someone."""
+        return f"Hello {name}"
+
+    if args.ui:
+        # An MCP Apps tool: its UI is the resource named by _meta.ui.resourceUri.
+        @mcp.resource("ui://widget", mime_type="text/html;profile=mcp-app")
+        def widget_ui() -> str:
+            """The widget's UI."""
+            return f"<p>{args.ui}</p>"
+
+        @mcp.tool(meta={"ui": {"resourceUri": "ui://widget"}})
+        def widget() -> str:
+            """A tool with a UI."""
+            return args.ui
+
+    for i in range(args.tools):
+        def extra(i: int = i) -> str:
+            return f"extra {i}"
+        mcp.add_tool(extra, name=f"extra_{i:03d}", description=f"Extra tool {i}")
+
+    if args.tools:
+        page = args.page_size
+        low = mcp._mcp_server
+
+        @low.list_tools()
+        async def paged(req: types.ListToolsRequest) -> types.ListToolsResult:
+            tools = await mcp.list_tools()
+            start = int(req.params.cursor) if req.params and req.params.cursor else 0
+            chunk = tools[start:start + page]
+            nxt = str(start + page) if start + page < len(tools) else None
+            return types.ListToolsResult(tools=chunk, nextCursor=nxt)
+
+    return mcp
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--transport", default="stdio", choices=["stdio", "sse", "streamable_http"])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tools", type=int, default=0)
+    parser.add_argument("--page-size", type=int, default=10)
+    parser.add_argument("--resumable", action="store_true", help="keep SSE events for Last-Event-ID resumption")
+    parser.add_argument("--ui", default="", help="serve an MCP Apps tool whose UI shows this text")
+    args = parser.parse_args()
+    mcp = build(args)
+    print(f"upstream-test pid {os.getpid()} transport {args.transport}", file=sys.stderr, flush=True)
+    mcp.run({"stdio": "stdio", "sse": "sse", "streamable_http": "streamable-http"}[args.transport])
+
+
+if __name__ == "__main__":
+    main()

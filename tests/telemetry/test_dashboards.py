@@ -1,0 +1,131 @@
+"""Every Grafana dashboard parses, and every metric it queries is defined in metrics.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gateway.telemetry.metrics import METRIC_NAMES
+
+ROOT = Path(__file__).resolve().parents[2] / "grafana"
+DASHBOARDS = sorted((ROOT / "dashboards").glob("*.json"))
+
+# PromQL words that look like identifiers but are not metric names.
+PROMQL_WORDS = {
+    "sum", "min", "max", "avg", "count", "stddev", "stdvar", "topk", "bottomk", "quantile",
+    "count_values", "group", "by", "without", "on", "ignoring", "group_left", "group_right", "bool",
+    "and", "or", "unless", "offset", "rate", "irate", "increase", "delta", "idelta", "deriv",
+    "histogram_quantile", "clamp_min", "clamp_max", "clamp", "abs", "ceil", "floor", "round", "vector",
+    "scalar", "time", "changes", "resets", "label_replace", "label_join", "absent", "sort", "sort_desc",
+    "avg_over_time", "max_over_time", "min_over_time", "sum_over_time", "count_over_time", "le",
+    "label_values", "e",
+}
+
+
+def metric_names(expr: str) -> set[str]:
+    """Metric names an expression reads: identifiers left after removing strings, label matchers,
+    grouping clauses, ranges, Grafana variables and PromQL functions and keywords."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    text = re.sub(r"\{[^{}]*\}", "", text)
+    text = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)
+    text = re.sub(r"\[[^\]]*\]", "", text)
+    text = re.sub(r"\$\{?\w+\}?", "", text)
+    # label_values(metric, label): the second argument is a label, not a metric.
+    text = re.sub(r"label_values\(\s*([A-Za-z_:][\w:]*)\s*,\s*\w+\s*\)", r"\1", text)
+    names = set(re.findall(r"(?<![\w.])[A-Za-z_:][\w:]*", text))
+    return {n for n in names if n not in PROMQL_WORDS}
+
+
+def balanced(expr: str) -> bool:
+    pairs, stack = {")": "(", "]": "[", "}": "{"}, []
+    for ch in re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr):
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in pairs and (not stack or stack.pop() != pairs[ch]):
+            return False
+    return not stack
+
+
+def queries(board: dict[str, Any]) -> list[str]:
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("expr", "definition") and isinstance(value, str):
+                    found.append(value)
+                elif key == "query" and isinstance(value, str) and "(" in value:
+                    found.append(value)
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(board)
+    return found
+
+
+def test_the_extractor_finds_metric_names():
+    expr = ('histogram_quantile(0.95, sum by (le, target) (rate(mcp_gateway_request_duration_seconds_bucket'
+            '{method="tools/call", target=~"$tool"}[$__rate_interval]))) / clamp_min(up, 1e-9)')
+    assert metric_names(expr) == {"mcp_gateway_request_duration_seconds_bucket", "up"}
+    assert metric_names('label_values(mcp_gateway_connector_up, connector)') == {"mcp_gateway_connector_up"}
+
+
+def test_there_are_an_overview_and_a_connector_dashboard():
+    assert {p.stem for p in DASHBOARDS} >= {"overview", "connector"}
+
+
+def test_every_queried_metric_is_defined_in_metrics_py():
+    for path in DASHBOARDS:
+        board = json.loads(path.read_text(encoding="utf-8"))
+        exprs = queries(board)
+        assert len(exprs) > 10, path
+        for expr in exprs:
+            assert balanced(expr), f"{path.name}: unbalanced brackets in {expr}"
+            unknown = metric_names(expr) - METRIC_NAMES
+            assert not unknown, f"{path.name}: {expr} queries undefined metrics {sorted(unknown)}"
+
+
+def test_dashboards_have_template_variables_and_unique_panel_ids():
+    for path in DASHBOARDS:
+        board = json.loads(path.read_text(encoding="utf-8"))
+        variables = {v["name"] for v in board["templating"]["list"]}
+        assert {"datasource", "connector", "tool"} <= variables, path
+        ids = [p["id"] for p in board["panels"]]
+        assert len(ids) == len(set(ids)), path
+        uses = json.dumps(board["panels"])
+        assert "$connector" in uses and "$tool" in uses, path
+
+
+def test_overview_covers_the_required_panels():
+    board = json.loads((ROOT / "dashboards" / "overview.json").read_text(encoding="utf-8"))
+    text = json.dumps(board)
+    for needle in ("histogram_quantile(0.5", "histogram_quantile(0.95", "histogram_quantile(0.99",
+                   "mcp_gateway_rate_limited_total", "mcp_gateway_sessions_active",
+                   "mcp_gateway_connector_up", "mcp_gateway_audit_queue_depth",
+                   "mcp_gateway_audit_events_dropped_total", 'outcome!=\\"ok\\"'):
+        assert needle in text, needle
+
+
+def test_committed_json_is_what_the_generator_writes():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("grafana_generate", ROOT / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for name, board in (("overview", module.overview()), ("connector", module.connector())):
+        assert json.loads((ROOT / "dashboards" / f"{name}.json").read_text(encoding="utf-8")) == board
+
+
+def test_provisioning_files_point_at_the_dashboards():
+    provider = yaml.safe_load((ROOT / "provisioning" / "dashboards" / "mcp-gateway.yaml").read_text())
+    assert provider["providers"][0]["type"] == "file"
+    datasource = yaml.safe_load((ROOT / "provisioning" / "datasources" / "prometheus.yaml").read_text())
+    assert datasource["datasources"][0]["type"] == "prometheus"
