@@ -180,6 +180,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _run(coro: Any) -> int:
+    """Run the command on uvloop when it is installed (the default install has it: it cuts the
+    gateway's per-request CPU noticeably); ``MCP_GATEWAY_LOOP=asyncio`` forces the stdlib loop."""
+    if os.environ.get("MCP_GATEWAY_LOOP", "auto") != "asyncio":
+        try:
+            import uvloop
+        except ImportError:
+            pass
+        else:
+            return int(uvloop.run(coro))
+    return int(asyncio.run(coro))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["audit"]:
@@ -193,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     runner = {"serve": _serve, "stdio": _stdio, "list": _list}[args.command]
     with contextlib.suppress(KeyboardInterrupt):
         try:
-            return asyncio.run(runner(args))
+            return _run(runner(args))
         except ConfigError as exc:  # found at start-up (a name collision): precise message, exit 2
             print(f"{getattr(args, 'config', None) or args.file}: {exc}", file=sys.stderr)
             return 2

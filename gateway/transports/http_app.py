@@ -14,6 +14,7 @@ authentication (HTTP 401 with ``WWW-Authenticate`` before a session exists).
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import importlib.util
 import ipaddress
@@ -25,6 +26,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from gateway.config import HttpConfig
 from gateway.context import ANONYMOUS, Principal
 from gateway.protocol import jsonrpc
 from gateway.protocol.errors import INVALID_REQUEST
@@ -41,6 +43,7 @@ SSE_KEY: web.AppKey[LegacySSE] = web.AppKey("legacy_sse", LegacySSE)
 _LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1", "[::1]"}
 
 
+@functools.lru_cache(maxsize=1024)
 def _is_loopback(host: str) -> bool:
     host = host.strip("[]")
     if host == "localhost":
@@ -57,6 +60,21 @@ def _host_of(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
+@functools.lru_cache(maxsize=1024)
+def _origin_host_refusal(origin: str | None, host_header: str, http: HttpConfig) -> str | None:
+    """Why these Origin and Host headers are refused under ``http``, or None. Pure and cached:
+    a client sends the same pair on every request (the config is hashable and frozen)."""
+    if origin is not None and "*" not in http.allowed_origins and origin not in http.allowed_origins:
+        if not _is_loopback(urlsplit(origin).hostname or ""):
+            return f"origin {origin} is not allowed"
+    if _is_loopback(http.host) and "*" not in http.allowed_hosts:
+        host = _host_of(host_header)
+        if host and host.strip("[]") not in _LOOPBACK_NAMES and host not in http.allowed_hosts \
+                and not _is_loopback(host):
+            return f"host {host} is not allowed"
+    return None
+
+
 class _Guard:
     """Origin/Host checks and authentication for the MCP endpoints."""
 
@@ -64,17 +82,10 @@ class _Guard:
         self.gateway = gateway
 
     def check_origin_host(self, request: web.Request) -> web.Response | None:
-        http = self.gateway.config.gateway.http
-        origin = request.headers.get("Origin")
-        if origin is not None and "*" not in http.allowed_origins and origin not in http.allowed_origins:
-            origin_host = urlsplit(origin).hostname or ""
-            if not _is_loopback(origin_host):
-                return rpc_error(403, INVALID_REQUEST, f"Forbidden: origin {origin} is not allowed")
-        if _is_loopback(http.host) and "*" not in http.allowed_hosts:
-            host = _host_of(request.headers.get("Host", ""))
-            if host and host.strip("[]") not in _LOOPBACK_NAMES and host not in http.allowed_hosts \
-                    and not _is_loopback(host):
-                return rpc_error(403, INVALID_REQUEST, f"Forbidden: host {host} is not allowed")
+        headers = request.headers
+        refusal = _origin_host_refusal(headers.get("Origin"), headers.get("Host", ""), self.gateway.config.gateway.http)
+        if refusal is not None:
+            return rpc_error(403, INVALID_REQUEST, f"Forbidden: {refusal}")
         return None
 
     async def principal(self, request: web.Request) -> Principal | web.Response:
