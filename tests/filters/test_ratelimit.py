@@ -18,6 +18,7 @@ from gateway.context import CallContext, Principal
 from gateway.filters.ratelimit import MemoryBackend, RateLimitFilter, RedisBackend
 from gateway.policy import parse_rate
 from gateway.protocol.errors import RateLimited
+from gateway.telemetry import metrics
 from tests.filters.mcp_http import McpHttp
 from tests.support import gateway_process
 
@@ -99,12 +100,16 @@ async def test_unreachable_redis_fails_as_configured(mode: str, caplog: pytest.L
     cfg = RateLimitConfig(backend="redis://127.0.0.1:1/0", on_backend_error=mode,  # type: ignore[arg-type]
                           rules=(RateLimitRule(scope="principal", rate="10/s"),))
     flt = RateLimitFilter(cfg)
+    decision = "allow" if mode == "open" else "deny"
+    counter = metrics.RATE_LIMIT_BACKEND_ERRORS.labels(flt.backend_name, decision)
+    before = counter._value.get()
     try:
         assert await _allowed(flt, _ctx()) is (mode == "open")
         assert await _allowed(flt, _ctx()) is (mode == "open")
     finally:
         await flt.stop()
     assert flt.backend_errors == 2
+    assert counter._value.get() - before == 2  # operators see it on /metrics too
     assert sum("unavailable" in r.message and f"failing {mode}" in r.message for r in caplog.records) == 1
 
 
