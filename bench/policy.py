@@ -28,7 +28,6 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from types import SimpleNamespace
 from typing import Any
 
 import asyncpg
@@ -41,6 +40,7 @@ from gateway.config import AuditConfig, parse_config
 from gateway.context import CallContext, Principal
 from gateway.filters.ratelimit import MemoryBackend, RedisBackend
 from gateway.policy import parse_rate
+from gateway.session import Session
 
 PG = os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -81,9 +81,15 @@ async def scratch_db() -> AsyncIterator[str]:
         await admin.close()
 
 
-def _session(principal: Principal) -> Any:
-    return SimpleNamespace(id="bench", transport="streamable_http", protocol_version="2025-11-25",
-                           client_info={"name": "bench", "version": "1"}, principal=principal)
+def _session(gw: Gateway, principal: Principal) -> Session:
+    """A real, initialized session whose outgoing messages go nowhere (calls return results)."""
+    async def discard(message: dict[str, Any], related: Any = None) -> None:
+        return None
+
+    session = Session(gw, "streamable_http", discard, principal)
+    session.state, session.protocol_version = "ready", "2025-11-25"
+    session.client_info = {"name": "bench", "version": "1"}
+    return session
 
 
 async def _calls(gw: Gateway, n: int) -> list[float]:
@@ -94,7 +100,7 @@ async def _calls(gw: Gateway, n: int) -> list[float]:
     for i in range(n):
         t0 = time.perf_counter()
         principal = await gw.authenticator.authenticate(headers)
-        await gw.dispatcher.dispatch(_session(principal), i, "prompts/get", params)
+        await gw.dispatcher.dispatch(_session(gw, principal), i, "prompts/get", params)
         # Yield once, as a server does between requests, so background work (the audit writer)
         # runs inside the measured time instead of being deferred past it.
         await asyncio.sleep(0)
@@ -146,8 +152,8 @@ async def audit_sustained(store: str, events: int, calls_config: str, tmp: str) 
     await writer.start()
     gw = Gateway(parse_config(calls_config))
     await gw.start()
-    session = SimpleNamespace(id="s", transport="streamable_http", client_info={"name": "b", "version": "1"})
-    ctx = CallContext(session=session, method="tools/call", request_id=1, params={},  # type: ignore[arg-type]
+    session = _session(gw, Principal("alice"))
+    ctx = CallContext(session=session, method="tools/call", request_id=1, params={},
                       principal=Principal("alice"), target="shop_query", arguments={"q": "x", "token": "t"})
     lat_start = await _calls(gw, 1000)
     t0 = time.perf_counter()
