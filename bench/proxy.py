@@ -11,7 +11,8 @@ Everything runs on loopback, measured in one run, printed as one table:
   ``fastmcp`` (``pip install .[bench]``: fastmcp 3.x resolves alongside ``mcp<2``), else the
   separate venv ``.venv-bench-fastmcp`` (latest fastmcp, which wants ``mcp>=2``: ``python3 -m venv
   .venv-bench-fastmcp && .venv-bench-fastmcp/bin/pip install fastmcp``). With none of them, row
-  (c) is reported as skipped.
+  (c) is reported as skipped;
+* (d) is a bare aiohttp relay (no MCP logic): the floor for any proxy on the gateway's HTTP stack.
 
 The caller is a minimal JSON-RPC client over aiohttp (not the SDK client), so the numbers show
 server-side cost rather than client overhead. Each caller has its own MCP session; "8 concurrent"
@@ -63,6 +64,36 @@ try:
 except ImportError:
     proxy = fastmcp.FastMCP.as_proxy(url, name="bench-proxy")
 proxy.run(transport="http", host="127.0.0.1", port=port, log_level="warning", show_banner=False)
+"""
+
+# The floor for any proxy built on aiohttp (the gateway's HTTP stack): a forwarder that does nothing
+# but relay each POST to the upstream and its answer back, with no MCP logic at all. The gateway's
+# distance from this row is the cost of being an MCP gateway; this row's distance from (a) is the
+# cost of one more aiohttp hop on this machine.
+FORWARDER = """
+import sys
+import aiohttp
+from aiohttp import web
+upstream, port = sys.argv[1], int(sys.argv[2])
+PASS = ("Content-Type", "Accept", "Mcp-Session-Id", "MCP-Protocol-Version")
+async def forward(request):
+    http = request.app["http"]
+    headers = {k: request.headers[k] for k in PASS if k in request.headers}
+    async with http.request(request.method, upstream, data=await request.read(), headers=headers) as resp:
+        body = await resp.read()
+        out = {k: resp.headers[k] for k in ("Content-Type", "Mcp-Session-Id") if k in resp.headers}
+        return web.Response(status=resp.status, body=body, headers=out)
+async def ctx(app):
+    app["http"] = aiohttp.ClientSession()
+    yield
+    await app["http"].close()
+app = web.Application()
+app.cleanup_ctx.append(ctx)
+app.router.add_route("*", "/mcp", forward)
+async def ready(request):
+    return web.Response(text="ok")
+app.router.add_get("/readyz", ready)
+web.run_app(app, host="127.0.0.1", port=port, print=None)
 """
 
 __all__ = ["main", "run_bench"]
@@ -227,6 +258,10 @@ async def run_bench(seconds: float, concurrency: int, fastmcp_python: Path | Non
             sys.executable, "-m", "gateway.cli", "serve", "--config", str(tmp / "gateway.yaml"),
             "--port", str(gw_port), ready_url=f"http://127.0.0.1:{gw_port}/readyz", env={"PYTHONPATH": str(REPO)}))
         targets = {"(a) direct": (upstream_url, "echo"), "(b) gateway": (f"http://127.0.0.1:{gw_port}/mcp", "echo")}
+        fw_port = free_port()
+        await stack.enter_async_context(process(sys.executable, "-c", FORWARDER, upstream_url, str(fw_port),
+                                                ready_url=f"http://127.0.0.1:{fw_port}/readyz"))
+        targets["(d) aiohttp relay"] = (f"http://127.0.0.1:{fw_port}/mcp", "echo")
         if fastmcp_python is not None:
             fm_url = f"http://127.0.0.1:{fm_port}/mcp"
             await stack.enter_async_context(process(str(fastmcp_python), "-c", FASTMCP_PROXY, upstream_url,
