@@ -115,6 +115,10 @@ async def _stdio(args: argparse.Namespace) -> int:
 
     config = _load(args.config)
     _configure_logging(config)
+    if config.audit.jsonl == "stdout":
+        # stdout carries the protocol and nothing else: the audit mirror moves to stderr.
+        log.warning("audit.jsonl is stdout; under stdio the audit mirror is written to stderr instead")
+        config = config.model_copy(update={"audit": config.audit.model_copy(update={"jsonl": "stderr"})})
     _setup_tracing(config)
     gateway = Gateway(config)
     await gateway.start()

@@ -159,7 +159,7 @@ class AuditConfig(Model):
     enabled: bool = True
     store: str = "sqlite:///./audit.db"
     redact: tuple[str, ...] = ("password", "token", "secret", "authorization", "api_key")
-    jsonl: str | None = None  # stdout | a file path
+    jsonl: str | None = None  # stdout | stderr | a file path (under stdio, stdout means stderr)
     retention_days: int = Field(90, ge=1)
     queue_size: int = Field(100_000, ge=100)
     batch_size: int = Field(500, ge=1)

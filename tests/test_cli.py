@@ -161,3 +161,25 @@ def test_name_collision_is_a_start_up_error_naming_both(tmp_path: Path) -> None:
         assert "Traceback" not in result.stderr
         assert "prompt name collision: 'same'" in result.stderr
         assert "connector 'one'" in result.stderr and "connector 'two'" in result.stderr
+
+
+def test_stdio_keeps_stdout_for_the_protocol_even_with_audit_on_stdout(tmp_path: Path) -> None:
+    """audit.jsonl: stdout would corrupt the stdio stream; under stdio the mirror goes to stderr."""
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        f"audit: {{store: 'sqlite:///{tmp_path}/a.db', jsonl: stdout, spill_path: '{tmp_path}/s.jsonl'}}\n"
+        "connectors:\n  - {name: team, type: static, prompts: [{name: hi, messages: [{text: hello}]}]}\n")
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "team_hi"}},
+    ]
+    proc = subprocess.run([sys.executable, "-m", "gateway.cli", "stdio", "--config", str(config)],
+                          input="".join(json.dumps(r) + "\n" for r in requests), capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    replies = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r.get("id") for r in replies] == [1, 2] and all(r["jsonrpc"] == "2.0" for r in replies)
+    audit_lines = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith('{"event_id"')]
+    assert [e["method"] for e in audit_lines] == ["initialize", "prompts/get"]

@@ -92,6 +92,8 @@ class AuditWriter:
         if self.config.jsonl:
             if self.config.jsonl == "stdout":
                 self._mirror = sys.stdout
+            elif self.config.jsonl == "stderr":
+                self._mirror = sys.stderr
             else:
                 path = Path(self.config.jsonl)
                 if not path.is_absolute():
