@@ -105,7 +105,7 @@ def test_list_text_and_failed_connectors(tmp_path: Path) -> None:
 async def test_serve_quickstart_reload_and_terminate(tmp_path: Path) -> None:
     """`make run`'s command on a copy of the quickstart: an SDK client uses it, SIGHUP reloads the
     file (sessions stay and hear list_changed), SIGTERM drains and exits 0."""
-    shutil.copytree(REPO / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("*.db*"))
+    shutil.copytree(REPO / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("audit*"))
     config = tmp_path / "examples" / "quickstart.yaml"
     config.write_text(config.read_text() + CORE_ONLY)
     port = free_port()
@@ -126,7 +126,17 @@ async def test_serve_quickstart_reload_and_terminate(tmp_path: Path) -> None:
                 pass
         async with sdk_client("streamable_http", url=f"http://127.0.0.1:{port}", message_handler=on_message) as session:
             prompts = await session.list_prompts()
-            assert [p.name for p in prompts.prompts] == ["incident_review", "summarize"]
+            assert [p.name for p in prompts.prompts] == ["incident_review", "shop_explore_table",
+                                                         "shop_write_query", "summarize"]
+            # Every connector of the quickstart answers: static, the SQLite shop, the stdio upstream.
+            tools = {t.name for t in (await session.list_tools()).tools}
+            assert {"shop_query", "shop_top_customers", "tiny_echo"} <= tools
+            echoed = await session.call_tool("tiny_echo", {"text": "hi"})
+            assert not echoed.isError and isinstance(echoed.content[0], types.TextContent)
+            assert echoed.content[0].text == "hi"
+            top = await session.call_tool("shop_top_customers", {"region": "emea", "n": 3})
+            assert not top.isError and top.structuredContent is not None
+            assert len(top.structuredContent["rows"]) == 3
             runbook = await session.read_resource("docs://runbook")  # type: ignore[arg-type]
             assert isinstance(runbook.contents[0], types.TextResourceContents)
             assert runbook.contents[0].text == (REPO / "examples" / "docs" / "runbook.md").read_text()
@@ -139,7 +149,7 @@ async def test_serve_quickstart_reload_and_terminate(tmp_path: Path) -> None:
             async with asyncio.timeout(10):
                 await changed.wait()
             names = [p.name for p in (await session.list_prompts()).prompts]
-            assert names == ["added", "incident_review", "summarize"]
+            assert names == ["added", "incident_review", "shop_explore_table", "shop_write_query", "summarize"]
         proc.send_signal(signal.SIGTERM)
         async with asyncio.timeout(30):
             assert await proc.wait() == 0
