@@ -73,7 +73,11 @@ async def _serve(args: argparse.Namespace) -> int:
     gateway = Gateway(config)
     await gateway.start()
     app = build_app(gateway)
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=config.gateway.shutdown_grace_s)
+    # One access-log line per HTTP request duplicates the audit log and metrics at a real cost per
+    # call: aiohttp's access log is on only at log_level debug.
+    access_log = logging.getLogger("aiohttp.access") if config.gateway.log_level == "debug" else None
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=config.gateway.shutdown_grace_s,
+                           access_log=access_log)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()

@@ -169,26 +169,35 @@ class StreamableHTTPTransport(ClientTransport):
         return False
 
     async def _consume(self, resp: aiohttp.ClientResponse, decoder: SSEDecoder, rid: Any) -> bool:
+        """Deliver the stream's messages until our response. Reads whole chunks and splits lines
+        here: one await per chunk instead of one per line (an answer is usually one chunk)."""
         deliver = self._deliver
-        while line := await resp.content.readuntil(b"\n", max_size=MAX_LINE):
-            event = decoder.feed_line(line)
-            if event is None or not event.data or event.event != "message":
-                continue
-            try:
-                obj = json.loads(event.data)
-            except ValueError:
-                log.warning("upstream %s sent an SSE event that is not JSON", self.name)
-                continue
-            items = obj if isinstance(obj, list) else (obj,)
+        pending = b""
+        while chunk := await resp.content.readany():
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            if len(pending) > MAX_LINE:
+                raise ValueError(f"upstream {self.name} sent an SSE line over {MAX_LINE} bytes")
             done = False
-            for item in items:
-                if not isinstance(item, dict):
+            for line in lines:
+                event = decoder.feed_line(line)
+                if event is None or not event.data or event.event != "message":
                     continue
-                deliver(item, rid)
-                if item.get("id") == rid and "method" not in item:
-                    done = True
+                try:
+                    obj = json.loads(event.data)
+                except ValueError:
+                    log.warning("upstream %s sent an SSE event that is not JSON", self.name)
+                    continue
+                for item in obj if isinstance(obj, list) else (obj,):
+                    if not isinstance(item, dict):
+                        continue
+                    deliver(item, rid)
+                    if item.get("id") == rid and "method" not in item:
+                        done = True
             if done:
                 return True
+        if pending:
+            decoder.feed_line(pending)
         return False
 
     async def _get_stream(self) -> None:
