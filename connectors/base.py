@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from gateway.protocol.errors import InvalidParams, MethodNotFound, ResourceNotFound
+from gateway.protocol.errors import InvalidParams, ResourceNotFound
 
 if TYPE_CHECKING:
     from gateway.config import ConnectorConfig
@@ -183,6 +183,3 @@ class Connector(abc.ABC):
 
     async def session_closed(self, session_id: str) -> None:
         """A downstream session ended (per-client upstream sessions are released here)."""
-
-    def method_not_supported(self, method: str) -> MethodNotFound:
-        return MethodNotFound(f"Method not found: {method} is not supported by connector {self.name}")

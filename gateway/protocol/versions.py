@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["SUPPORTED_VERSIONS", "LATEST_VERSION", "DEFAULT_HTTP_VERSION", "negotiate", "is_supported",
+__all__ = ["SUPPORTED_VERSIONS", "LATEST_VERSION", "negotiate", "is_supported",
            "allows_batches", "supports"]
 
 SUPPORTED_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_VERSION = SUPPORTED_VERSIONS[-1]
-# Streamable HTTP: a request without MCP-Protocol-Version is assumed to be this revision.
-DEFAULT_HTTP_VERSION = "2025-03-26"
 
 
 def is_supported(version: str) -> bool:
