@@ -14,6 +14,9 @@ Everything runs on loopback, measured in one run, printed as one table:
   (c) is reported as skipped;
 * (d) is a bare aiohttp relay (no MCP logic): the floor for any proxy on the gateway's HTTP stack.
 
+"server CPU us/call" is the CPU time (/proc) of the process the callers talk to, per call: for (a)
+the upstream itself, for the others the proxy process alone.
+
 The caller is a minimal JSON-RPC client over aiohttp (not the SDK client), so the numbers show
 server-side cost rather than client overhead. Each caller has its own MCP session; "8 concurrent"
 means 8 sessions calling in a loop at once. Targets (issue 3): (b) adds <= 0.5 ms at p50 over (a),
@@ -118,12 +121,13 @@ async def wait_http(url: str, timeout: float = 30.0) -> None:
 
 
 @asynccontextmanager
-async def process(*argv: str, ready_url: str, env: dict[str, str] | None = None) -> AsyncIterator[None]:
+async def process(*argv: str, ready_url: str, env: dict[str, str] | None = None) -> AsyncIterator[int]:
+    """Run a server process until the block ends; yields its pid."""
     proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.DEVNULL,
                                                 stderr=asyncio.subprocess.DEVNULL, env={**os.environ, **(env or {})})
     try:
         await wait_http(ready_url)
-        yield
+        yield proc.pid
     finally:
         if proc.returncode is None:
             proc.terminate()
@@ -182,20 +186,29 @@ class Caller:
             raise RuntimeError(f"bad answer: {msg}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class Result:
     p50_ms: float
     p99_ms: float
     calls_s: float
+    cpu_us: float  # CPU of the process the callers talk to, per call
 
 
 class Target:
     """A URL with ``concurrency`` open sessions and the samples gathered over all rounds."""
 
-    def __init__(self, http: aiohttp.ClientSession, url: str, tool: str, concurrency: int) -> None:
+    def __init__(self, http: aiohttp.ClientSession, url: str, tool: str, pid: int, concurrency: int) -> None:
         self.callers = [Caller(http, url, tool) for _ in range(concurrency)]
+        self.pid = pid
         self.latencies: list[float] = []
         self.busy = 0.0
+        self.cpu = 0.0
 
     async def open(self, warmup: int = 30) -> None:
         await asyncio.gather(*(c.open() for c in self.callers))
@@ -213,21 +226,22 @@ class Target:
                 await c.call()
                 latencies.append(c.answered - t0)
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), cpu_seconds(self.pid)
         await asyncio.gather(*(loop(c) for c in self.callers))
         self.busy += time.perf_counter() - started
+        self.cpu += cpu_seconds(self.pid) - cpu
 
     def result(self) -> Result:
         lat = sorted(self.latencies)
         p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
-        return Result(statistics.median(lat) * 1000, p99 * 1000, len(lat) / self.busy)
+        return Result(statistics.median(lat) * 1000, p99 * 1000, len(lat) / self.busy, self.cpu / len(lat) * 1e6)
 
 
-async def measure(urls: dict[str, tuple[str, str]], concurrency: int, seconds: float,
+async def measure(urls: dict[str, tuple[str, str, int]], concurrency: int, seconds: float,
                   rounds: int = 6) -> dict[str, Result]:
     """Interleave the targets in short rounds, so load drifting on the machine hits all alike."""
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
-        targets = {label: Target(http, url, tool, concurrency) for label, (url, tool) in urls.items()}
+        targets = {label: Target(http, url, tool, pid, concurrency) for label, (url, tool, pid) in urls.items()}
         for t in targets.values():
             await t.open()
         for _ in range(rounds):
@@ -251,22 +265,24 @@ async def run_bench(seconds: float, concurrency: int, fastmcp_python: Path | Non
     upstream_url = f"http://127.0.0.1:{up_port}/mcp"
     results: dict[str, dict[int, Result | None]] = {}
     async with contextlib.AsyncExitStack() as stack:
-        await stack.enter_async_context(process(sys.executable, "-c", UPSTREAM, str(up_port), ready_url=upstream_url))
+        up_pid = await stack.enter_async_context(process(sys.executable, "-c", UPSTREAM, str(up_port),
+                                                         ready_url=upstream_url))
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         (tmp / "gateway.yaml").write_text(gateway_config(upstream_url))
-        await stack.enter_async_context(process(
+        gw_pid = await stack.enter_async_context(process(
             sys.executable, "-m", "gateway.cli", "serve", "--config", str(tmp / "gateway.yaml"),
             "--port", str(gw_port), ready_url=f"http://127.0.0.1:{gw_port}/readyz", env={"PYTHONPATH": str(REPO)}))
-        targets = {"(a) direct": (upstream_url, "echo"), "(b) gateway": (f"http://127.0.0.1:{gw_port}/mcp", "echo")}
+        targets = {"(a) direct": (upstream_url, "echo", up_pid),
+                   "(b) gateway": (f"http://127.0.0.1:{gw_port}/mcp", "echo", gw_pid)}
         fw_port = free_port()
-        await stack.enter_async_context(process(sys.executable, "-c", FORWARDER, upstream_url, str(fw_port),
-                                                ready_url=f"http://127.0.0.1:{fw_port}/readyz"))
-        targets["(d) aiohttp relay"] = (f"http://127.0.0.1:{fw_port}/mcp", "echo")
+        fw_pid = await stack.enter_async_context(process(sys.executable, "-c", FORWARDER, upstream_url, str(fw_port),
+                                                         ready_url=f"http://127.0.0.1:{fw_port}/readyz"))
+        targets["(d) aiohttp relay"] = (f"http://127.0.0.1:{fw_port}/mcp", "echo", fw_pid)
         if fastmcp_python is not None:
             fm_url = f"http://127.0.0.1:{fm_port}/mcp"
-            await stack.enter_async_context(process(str(fastmcp_python), "-c", FASTMCP_PROXY, upstream_url,
-                                                    str(fm_port), ready_url=fm_url))
-            targets["(c) FastMCP proxy"] = (fm_url, "echo")
+            fm_pid = await stack.enter_async_context(process(str(fastmcp_python), "-c", FASTMCP_PROXY, upstream_url,
+                                                             str(fm_port), ready_url=fm_url))
+            targets["(c) FastMCP proxy"] = (fm_url, "echo", fm_pid)
         for label in targets:
             results[label] = {}
         for n in (1, concurrency):
@@ -280,18 +296,18 @@ async def run_bench(seconds: float, concurrency: int, fastmcp_python: Path | Non
 def table(results: dict[str, dict[int, Result | None]], concurrency: int) -> str:
     direct = results["(a) direct"]
     head = (f"{'target':<20}{'callers':>8}{'p50 ms':>10}{'p99 ms':>10}{'calls/s':>10}"
-            f"{'+p50 ms vs (a)':>16}{'% of (a) calls/s':>18}")
+            f"{'+p50 ms vs (a)':>16}{'% of (a) calls/s':>18}{'server CPU us/call':>20}")
     lines = [head, "-" * len(head)]
     for label, per in results.items():
         for n in (1, concurrency):
             r = per.get(n)
             if r is None:
-                lines.append(f"{label:<20}{n:>8}{'skipped (fastmcp not installed)':>64}")
+                lines.append(f"{label:<20}{n:>8}{'skipped (fastmcp not installed)':>84}")
                 continue
             d = direct[n]
             assert d is not None
             lines.append(f"{label:<20}{n:>8}{r.p50_ms:>10.3f}{r.p99_ms:>10.3f}{r.calls_s:>10.0f}"
-                         f"{r.p50_ms - d.p50_ms:>16.3f}{100 * r.calls_s / d.calls_s:>17.1f}%")
+                         f"{r.p50_ms - d.p50_ms:>16.3f}{100 * r.calls_s / d.calls_s:>17.1f}%{r.cpu_us:>20.0f}")
     gw1, gwn, d1, dn = results["(b) gateway"][1], results["(b) gateway"][concurrency], direct[1], direct[concurrency]
     assert gw1 and gwn and d1 and dn
     lines.append("")
