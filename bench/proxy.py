@@ -12,7 +12,10 @@ Everything runs on loopback, measured in one run, printed as one table:
   separate venv ``.venv-bench-fastmcp`` (latest fastmcp, which wants ``mcp>=2``: ``python3 -m venv
   .venv-bench-fastmcp && .venv-bench-fastmcp/bin/pip install fastmcp``). With none of them, row
   (c) is reported as skipped;
-* (d) is a bare aiohttp relay (no MCP logic): the floor for any proxy on the gateway's HTTP stack.
+* (d) is a bare aiohttp relay (no MCP logic: aiohttp server, aiohttp client): what one more HTTP
+  hop costs with aiohttp alone. The gateway serves with aiohttp too but talks to Streamable HTTP
+  upstreams with its own lean client (``connectors/mcp/http1.py``), which is why it can come out
+  cheaper than this row despite doing the MCP work.
 
 "server CPU us/call" is the CPU time (/proc) of the process the callers talk to, per call: for (a)
 the upstream itself, for the others the proxy process alone.
@@ -69,10 +72,9 @@ except ImportError:
 proxy.run(transport="http", host="127.0.0.1", port=port, log_level="warning", show_banner=False)
 """
 
-# The floor for any proxy built on aiohttp (the gateway's HTTP stack): a forwarder that does nothing
-# but relay each POST to the upstream and its answer back, with no MCP logic at all. The gateway's
-# distance from this row is the cost of being an MCP gateway; this row's distance from (a) is the
-# cost of one more aiohttp hop on this machine.
+# A forwarder built on aiohttp alone that does nothing but relay each POST to the upstream and its
+# answer back, with no MCP logic at all: this row's distance from (a) is the cost of one more aiohttp
+# hop (server and client) on this machine.
 FORWARDER = """
 import sys
 import aiohttp

@@ -103,9 +103,10 @@ class MCPConnector(Connector):
     async def start(self, events: ConnectorEvents) -> None:
         self.events = events
         self._stopping = False
-        if self.config.transport != "stdio":
+        if self.config.transport == "sse":
             # One HTTP client per connector, shared by every upstream session of it (its cookie jar
             # keeps load-balancer stickiness cookies, which stateful upstreams behind one rely on).
+            # Streamable HTTP sessions bring their own lean client (http1.py): it is the hot path.
             self._http = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.config.connect_timeout_s),
                 connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60),
@@ -172,13 +173,15 @@ class MCPConnector(Connector):
                 command = str((self.base_dir / command).resolve())
             return lambda deliver, lost: StdioTransport(self.name, deliver, lost, command=command, args=cfg.args,
                                                         env=cfg.env, cwd=str(cwd), inherit_env=cfg.inherit_env)
-        assert self._http is not None and cfg.url is not None
-        http, url = self._http, cfg.url
+        assert cfg.url is not None
+        url = cfg.url
         if cfg.transport == "sse":
+            assert self._http is not None
+            http = self._http
             return lambda deliver, lost: LegacySSETransport(self.name, deliver, lost, url=url, headers=cfg.headers,
                                                             http=http, connect_timeout_s=cfg.connect_timeout_s)
-        return lambda deliver, lost: StreamableHTTPTransport(self.name, deliver, lost, url=url,
-                                                             headers=cfg.headers, http=http)
+        return lambda deliver, lost: StreamableHTTPTransport(self.name, deliver, lost, url=url, headers=cfg.headers,
+                                                             connect_timeout_s=cfg.connect_timeout_s)
 
     async def _open_session(self, capabilities: dict[str, Any]) -> UpstreamSession:
         session = UpstreamSession(self.name, self._transport_factory(), self,
@@ -305,6 +308,11 @@ class MCPConnector(Connector):
                 await self._connect()
             except BackendUnavailable as exc:
                 self._set_health(False, exc.message)
+                delay = min(delay * 2, self.config.reconnect_max_s)
+                continue
+            except Exception as exc:  # unforeseen (a bug): say so, and never stop trying
+                log.exception("upstream %s: connecting failed unexpectedly", self.name)
+                self._set_health(False, f"connecting failed: {type(exc).__name__}: {exc}")
                 delay = min(delay * 2, self.config.reconnect_max_s)
                 continue
             finally:

@@ -10,6 +10,9 @@ A response stream that ends before the response (the server closing it on purpos
 resumed with a GET carrying ``Last-Event-ID`` when the server gave event ids. After initialize a
 background GET stream receives unrelated server messages (405 means the server has none). A 404
 on a request carrying our session id raises :class:`SessionExpired`; the session re-initializes.
+
+Each transport (one upstream session) has its own :class:`~connectors.mcp.http1.HTTP1Client`: its
+connections and cookies live and die with the session. A 3xx is reported, not followed.
 """
 
 from __future__ import annotations
@@ -20,12 +23,10 @@ import json
 import logging
 from typing import Any
 
-import aiohttp
-from yarl import URL
-
 from gateway.protocol.errors import BackendUnavailable
 from gateway.protocol.jsonrpc import dumps
 
+from .http1 import HTTP1Client, HTTPResponse, header_block
 from .sse import SSEDecoder
 from .transport import (
     MAX_LINE,
@@ -41,44 +42,46 @@ __all__ = ["StreamableHTTPTransport"]
 
 log = logging.getLogger("connectors.mcp")
 
-_CONN_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ConnectionError)
+# OSError covers refused connections, DNS failures and the client's HTTPConnectionError.
+_CONN_ERRORS = (OSError,)
 
-
-async def _drain(resp: aiohttp.ClientResponse) -> None:
-    """Read what follows the response (normally just the end of the stream) so the connection
-    goes back to the pool instead of being closed: closing it would leave a TIME_WAIT socket per
-    call, which exhausts ephemeral ports under sustained load."""
-    try:
-        async with asyncio.timeout(10.0):
-            while await resp.content.readany():
-                pass
-        resp.release()
-    except asyncio.CancelledError:
-        resp.close()
-        raise
-    except Exception:
-        resp.close()  # a server keeping the stream open, or a broken one: drop this connection
+# A server that keeps a response stream open after the response holds its connection; give up on
+# it (close the connection) after this long.
+_STREAM_END_GRACE_S = 10.0
 
 
 class StreamableHTTPTransport(ClientTransport):
     def __init__(self, name: str, deliver: Deliver, on_lost: OnLost, *, url: str, headers: dict[str, str],
-                 http: aiohttp.ClientSession) -> None:
+                 connect_timeout_s: float) -> None:
         super().__init__(name, deliver, on_lost)
-        self._url = URL(url)  # parsed once: aiohttp would parse a str on every request
-        self._http = http
-        # Built once and replaced (never mutated) when the session id or version is learnt.
+        self._url = url
+        # Our own connections (and cookies): they live and die with this upstream session.
+        self._http = HTTP1Client(url, connect_timeout_s=connect_timeout_s)
+        # Replaced (never mutated) when the session id or version is learnt; the header block is
+        # checked and built once per change, not per request.
         self._headers: dict[str, str] = {**headers, "Accept": "application/json, text/event-stream",
                                          "Content-Type": "application/json"}
+        self._header_block = header_block(self._headers)
         self.session_id: str | None = None
         self._get_task: asyncio.Task[None] | None = None
-        self._drains: set[asyncio.Task[None]] = set()
 
     async def connect(self) -> None:
         # Nothing to open: the initialize POST is the connection. Failures surface there.
         return
 
     def _set_header(self, key: str, value: str) -> None:
-        self._headers = {**self._headers, key: value}
+        headers = {**self._headers, key: value}
+        self._header_block = header_block(headers)
+        self._headers = headers
+
+    def _block(self, accept: str, last_event_id: str | None = None) -> str:
+        """The header block for a GET or DELETE (not the hot path: built each time)."""
+        headers = {k: v for k, v in self._headers.items() if k not in ("Accept", "Content-Type")}
+        if accept:
+            headers["Accept"] = accept
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        return header_block(headers)
 
     def initialized(self) -> None:
         if self.protocol_version:
@@ -90,7 +93,7 @@ class StreamableHTTPTransport(ClientTransport):
             raise TransportClosed(f"upstream {self.name} is disconnected")
         rid = message.get("id") if "method" in message else None
         try:
-            resp = await self._http.post(self._url, data=dumps(message), headers=self._headers)
+            resp = await self._http.request("POST", self._header_block, dumps(message))
         except _CONN_ERRORS as exc:
             reason = f"cannot reach upstream {self.name} at {self._url}: {exc}"
             self._lose(reason)
@@ -106,18 +109,22 @@ class StreamableHTTPTransport(ClientTransport):
             if sid and sid != self.session_id:
                 self.session_id = sid
                 self._set_header("mcp-session-id", sid)
-            if resp.headers.get("Content-Type", "").startswith("text/event-stream"):
+            if 300 <= status < 400:
+                location = resp.headers.get("location")
+                moved = f" (to {location}: set the connector's url to it)" if location else ""
+                raise BackendUnavailable(f"upstream {self.name} answered HTTP {status}{moved}")
+            if resp.headers.get("content-type", "").startswith("text/event-stream"):
                 if rid is None:
                     return
                 if not await self._read_stream(resp, rid):
                     raise BackendUnavailable(f"upstream {self.name} closed the response stream before answering")
-                if not resp.content.is_eof():
-                    # The server ends the stream a moment after the response: finish reading it in
-                    # the background so the caller returns now and the connection is reused.
+                if not resp.complete:
+                    # The server ends the stream a moment after the response: the caller returns
+                    # now, and the connection returns to the pool when the stream ends.
                     handed_off = True
-                    self._spawn_drain(resp)
+                    resp.release_at_end(_STREAM_END_GRACE_S)
                 return
-            body = await resp.read()
+            body = await resp.read(MAX_LINE)
             if status >= 400:
                 self._deliver_error_body(body, rid, status)
                 return
@@ -130,11 +137,6 @@ class StreamableHTTPTransport(ClientTransport):
         finally:
             if not handed_off:
                 resp.release()
-
-    def _spawn_drain(self, resp: aiohttp.ClientResponse) -> None:
-        task = asyncio.create_task(_drain(resp))
-        self._drains.add(task)
-        task.add_done_callback(self._drains.discard)
 
     def _deliver_error_body(self, body: bytes, rid: Any, status: int) -> None:
         """A 4xx/5xx: pass a JSON-RPC error for our request through, otherwise fail with the status."""
@@ -151,7 +153,7 @@ class StreamableHTTPTransport(ClientTransport):
             hint = " (check the credentials in its headers)" if status in (401, 403) else ""
             raise BackendUnavailable(f"upstream {self.name} answered HTTP {status}{hint}")
 
-    async def _read_stream(self, resp: aiohttp.ClientResponse, rid: Any) -> bool:
+    async def _read_stream(self, resp: HTTPResponse, rid: Any) -> bool:
         """Deliver events until our response arrives; resume with Last-Event-ID if cut short."""
         decoder = SSEDecoder()
         if await self._consume(resp, decoder, rid):
@@ -160,20 +162,23 @@ class StreamableHTTPTransport(ClientTransport):
         while decoder.last_event_id is not None and self.is_open and attempts < 5:
             attempts += 1
             await asyncio.sleep((decoder.retry_ms if decoder.retry_ms is not None else 500) / 1000)
-            headers = {**self._headers, "Accept": "text/event-stream", "Last-Event-ID": decoder.last_event_id}
-            async with self._http.get(self._url, headers=headers) as again:
+            again = await self._http.request("GET", self._block("text/event-stream", decoder.last_event_id))
+            try:
                 if again.status != 200:
                     return False
                 if await self._consume(again, decoder, rid):
                     return True
+            finally:
+                again.release()
         return False
 
-    async def _consume(self, resp: aiohttp.ClientResponse, decoder: SSEDecoder, rid: Any) -> bool:
-        """Deliver the stream's messages until our response. Reads whole chunks and splits lines
-        here: one await per chunk instead of one per line (an answer is usually one chunk)."""
+    async def _consume(self, resp: HTTPResponse, decoder: SSEDecoder, rid: Any, until_response: bool = True) -> bool:
+        """Deliver the stream's messages (related to ``rid``) until our response, or with
+        ``until_response=False`` until the stream ends. Reads whole chunks and splits lines here:
+        one await per chunk instead of one per line (an answer is usually one chunk)."""
         deliver = self._deliver
         pending = b""
-        while chunk := await resp.content.readany():
+        while chunk := await resp.read_chunk():
             lines = (pending + chunk).split(b"\n")
             pending = lines.pop()
             if len(pending) > MAX_LINE:
@@ -192,7 +197,7 @@ class StreamableHTTPTransport(ClientTransport):
                     if not isinstance(item, dict):
                         continue
                     deliver(item, rid)
-                    if item.get("id") == rid and "method" not in item:
+                    if until_response and item.get("id") == rid and "method" not in item:
                         done = True
             if done:
                 return True
@@ -205,12 +210,9 @@ class StreamableHTTPTransport(ClientTransport):
         decoder = SSEDecoder()
         delay = 0.5
         while self.is_open:
-            headers = {**self._headers, "Accept": "text/event-stream"}
-            headers.pop("Content-Type", None)
-            if decoder.last_event_id is not None:
-                headers["Last-Event-ID"] = decoder.last_event_id
             try:
-                async with self._http.get(self._url, headers=headers) as resp:
+                resp = await self._http.request("GET", self._block("text/event-stream", decoder.last_event_id))
+                try:
                     if resp.status == 405:
                         return  # the server offers no standalone stream
                     if 400 <= resp.status < 500 and resp.status not in (404, 408, 429):
@@ -220,10 +222,9 @@ class StreamableHTTPTransport(ClientTransport):
                         log.debug("upstream %s refused the GET stream: HTTP %s", self.name, resp.status)
                     else:
                         delay = 0.5
-                        while line := await resp.content.readuntil(b"\n", max_size=MAX_LINE):
-                            event = decoder.feed_line(line)
-                            if event is not None and event.data and event.event == "message":
-                                decode_payload(event.data, self._deliver, None, self.name)
+                        await self._consume(resp, decoder, None, until_response=False)
+                finally:
+                    resp.release()
             except _CONN_ERRORS:
                 pass
             if not self.is_open:
@@ -236,15 +237,12 @@ class StreamableHTTPTransport(ClientTransport):
         if self._closing:
             return
         self._closing = True
-        for task in list(self._drains):
-            task.cancel()
         if self._get_task is not None:
             self._get_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._get_task
         if self.session_id is not None and not self._lost:
-            headers = {k: v for k, v in self._headers.items() if k not in ("Accept", "Content-Type")}
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(2):
-                    async with self._http.delete(self._url, headers=headers):
-                        pass
+                    (await self._http.request("DELETE", self._block(""))).release()
+        await self._http.close()

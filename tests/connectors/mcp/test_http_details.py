@@ -26,12 +26,15 @@ class Scripted:
         self.gets: list[dict[str, str]] = []
         self.cut_stream = False  # cut the tools/call stream after a priming event, resume on GET
         self.token: str | None = None  # when set, requests without "Bearer <token>" get 401
+        self.moved_to: str | None = None  # when set, every POST is redirected there
 
     async def post(self, request: web.Request) -> web.StreamResponse:
         msg = await request.json()
         self.posts.append((dict(request.headers), msg))
         if self.token is not None and request.headers.get("Authorization") != f"Bearer {self.token}":
             return web.Response(status=401, text="unauthorized")
+        if self.moved_to is not None:
+            return web.Response(status=307, headers={"Location": self.moved_to})
         if "id" not in msg:
             return web.Response(status=202)
         method = msg.get("method")
@@ -121,6 +124,14 @@ async def test_refused_credentials_say_so() -> None:
     async with scripted(server, headers={"Authorization": "Bearer wrong"}) as (c, _server):
         assert not c.health().up
         assert "HTTP 401" in c.health().detail and "credentials" in c.health().detail
+
+
+async def test_a_redirect_is_named_not_followed() -> None:
+    server = Scripted()
+    server.moved_to = "http://elsewhere.internal/mcp"
+    async with scripted(server) as (c, _server):
+        assert not c.health().up
+        assert "HTTP 307 (to http://elsewhere.internal/mcp: set the connector's url to it)" in c.health().detail
 
 
 @pytest.mark.parametrize("bad", [{"transport": "stdio"}, {"url": "ftp://x"}])
