@@ -306,3 +306,26 @@ async def test_large_results_cross_every_transport(transport: str) -> None:
         result = await c.call_tool("big", {"size": 3_000_000}, make_ctx(DummySession("a")))
         size = len(result["content"][0]["text"])  # (no huge string in an assertion message)
         assert size == 3_000_000
+
+
+async def test_an_unforeseen_error_while_connecting_does_not_end_reconnection(monkeypatch: pytest.MonkeyPatch) -> None:
+    from connectors.mcp.client import UpstreamSession
+
+    real_open = UpstreamSession.open
+    failures = 0
+
+    async def open_once_broken(self: UpstreamSession, timeout_s: float) -> None:
+        nonlocal failures
+        if failures == 0:
+            failures += 1
+            raise RuntimeError("a bug in the handshake")
+        await real_open(self, timeout_s)
+
+    monkeypatch.setattr(UpstreamSession, "open", open_once_broken)
+    async with connector(stdio_config("up", reconnect_initial_s=0.05, startup_wait_s=0)) as (c, _events):
+        async with asyncio.timeout(20):
+            while not c.health().up:
+                await asyncio.sleep(0.05)
+        assert failures == 1 and "connecting" not in c.health().detail
+        result = await c.call_tool("echo", {"text": "back"}, make_ctx(DummySession("a")))
+        assert result["content"][0]["text"] == "back"
