@@ -5,7 +5,9 @@ Everything runs on loopback, measured in one run, printed as one table:
 * the upstream is the official ``mcp`` SDK (FastMCP) serving ``echo`` over Streamable HTTP,
   started as its own process;
 * (b) is ``mcp-gateway serve`` (own process) chaining it with an ``mcp`` connector
-  (``streamable_http``, shared upstream session);
+  (``streamable_http``, shared upstream session), as shipped: Prometheus metrics on and the audit
+  log written to SQLite (the defaults). (b') is the same with metrics and audit off: the proxy
+  path alone, so the difference is what those two cost;
 * (c) is FastMCP's proxy (``create_proxy``/``as_proxy``) over Streamable HTTP in its own process.
   Its interpreter is ``--fastmcp-python`` if given, else this interpreter when it can import
   ``fastmcp`` (``pip install .[bench]``: fastmcp 3.x resolves alongside ``mcp<2``), else the
@@ -43,6 +45,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -252,30 +255,49 @@ async def measure(urls: dict[str, tuple[str, str, int]], concurrency: int, secon
         return {label: t.result() for label, t in targets.items()}
 
 
-def gateway_config(upstream_url: str) -> str:
-    return json.dumps({
+def gateway_config(upstream_url: str, bare: bool = False) -> str:
+    """The gateway as shipped (metrics on, audit into ./audit.db next to the config: the defaults),
+    or ``bare``: metrics and audit off, the proxy path alone."""
+    config: dict[str, Any] = {
         "gateway": {"log_level": "warning"},
-        "audit": {"enabled": False},
-        "telemetry": {"metrics": False},
         "connectors": [{"name": "up", "type": "mcp", "transport": "streamable_http", "url": upstream_url,
                         "prefix": ""}],
-    })
+    }
+    if bare:
+        config.update({"audit": {"enabled": False}, "telemetry": {"metrics": False}})
+    return json.dumps(config)
+
+
+def write_config(folder: Path, upstream_url: str, bare: bool) -> Path:
+    folder.mkdir()
+    path = folder / "gateway.yaml"
+    path.write_text(gateway_config(upstream_url, bare))
+    return path
+
+
+async def start_gateway(stack: contextlib.AsyncExitStack, folder: Path, upstream_url: str, bare: bool) -> tuple[str, int]:
+    """``mcp-gateway serve`` in its own process; returns its /mcp URL and pid."""
+    config = write_config(folder, upstream_url, bare)
+    port = free_port()
+    pid = await stack.enter_async_context(process(
+        sys.executable, "-m", "gateway.cli", "serve", "--config", str(config),
+        "--port", str(port), ready_url=f"http://127.0.0.1:{port}/readyz", env={"PYTHONPATH": str(REPO)}))
+    return f"http://127.0.0.1:{port}/mcp", pid
 
 
 async def run_bench(seconds: float, concurrency: int, fastmcp_python: Path | None) -> dict[str, dict[int, Result | None]]:
-    up_port, gw_port, fm_port = free_port(), free_port(), free_port()
+    up_port, fm_port = free_port(), free_port()
     upstream_url = f"http://127.0.0.1:{up_port}/mcp"
     results: dict[str, dict[int, Result | None]] = {}
     async with contextlib.AsyncExitStack() as stack:
         up_pid = await stack.enter_async_context(process(sys.executable, "-c", UPSTREAM, str(up_port),
                                                          ready_url=upstream_url))
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        (tmp / "gateway.yaml").write_text(gateway_config(upstream_url))
-        gw_pid = await stack.enter_async_context(process(
-            sys.executable, "-m", "gateway.cli", "serve", "--config", str(tmp / "gateway.yaml"),
-            "--port", str(gw_port), ready_url=f"http://127.0.0.1:{gw_port}/readyz", env={"PYTHONPATH": str(REPO)}))
+        gw_url, gw_pid = await start_gateway(stack, tmp / "defaults", upstream_url, bare=False)
+        bare_url, bare_pid = await start_gateway(stack, tmp / "bare", upstream_url, bare=True)
         targets = {"(a) direct": (upstream_url, "echo", up_pid),
-                   "(b) gateway": (f"http://127.0.0.1:{gw_port}/mcp", "echo", gw_pid)}
+                   "(b) gateway": (gw_url, "echo", gw_pid),
+                   "(b') bare gateway": (bare_url, "echo", bare_pid)}
         fw_port = free_port()
         fw_pid = await stack.enter_async_context(process(sys.executable, "-c", FORWARDER, upstream_url, str(fw_port),
                                                          ready_url=f"http://127.0.0.1:{fw_port}/readyz"))

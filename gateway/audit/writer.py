@@ -6,9 +6,11 @@ Contract:
   request path and does ``put_nowait``. If the queue is full (the store is slower than the traffic
   for longer than the queue lasts) the event is appended to the spill file right away instead of
   being dropped, so memory stays bounded and nothing is lost.
-* The writer task takes up to ``batch_size`` events at a time (waiting at most
-  ``flush_interval_s`` for the first one), redacts them, mirrors them as JSON lines (stdout or a
-  file) when configured, and inserts them in one transaction.
+* The writer task takes up to ``batch_size`` events at a time: once an event arrives it gives the
+  batch up to ``flush_interval_s`` to fill (less when it fills or the writer stops), so a quiet
+  gateway commits a few times a second rather than once per request (a commit per event cost
+  about 0.85 ms of CPU per request on SQLite). It redacts them, mirrors them as JSON lines (stdout
+  or a file) when configured, and inserts them in one transaction.
 * When the store fails, the batch goes to the spill file (JSON lines, flushed and fsynced) and
   later batches follow it there; every ``retry_s`` the writer tries to replay the spill file into
   the store. Replay renames the file first, so new spills never interleave with it, and inserts are
@@ -55,6 +57,8 @@ class AuditWriter:
         self.config = config
         base = self.base_dir = Path(base_dir)
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(config.queue_size)
+        self._batch_size = config.batch_size
+        self._full = asyncio.Event()  # a batch is ready (or the writer is stopping): stop lingering
         store_url = (config.store or "").strip()
         self.store = AuditStore(store_url, base) if store_url and store_url != "none" else None
         self.redactor = Redactor(config.redact, secret_digests)
@@ -82,6 +86,8 @@ class AuditWriter:
         self.submitted += 1
         try:
             self.queue.put_nowait(event)
+            if self.queue.qsize() >= self._batch_size:
+                self._full.set()
         except asyncio.QueueFull:
             self.overflowed += 1
             self._spill([finalize(event, self.redactor)])
@@ -116,6 +122,7 @@ class AuditWriter:
         if task is not None:
             with contextlib.suppress(asyncio.QueueFull):
                 self.queue.put_nowait(_STOP)
+            self._full.set()
             try:
                 await task
             except asyncio.CancelledError:
@@ -168,6 +175,8 @@ class AuditWriter:
             batch = [] if first is _STOP else [first]
             if first is _STOP:
                 self.queue.task_done()
+            else:
+                await self._linger()
             more, saw_stop = self._drain_nowait(self.config.batch_size - len(batch))
             batch.extend(more)
             stopping = stopping or saw_stop or first is _STOP
@@ -185,6 +194,17 @@ class AuditWriter:
             if stopping and self.queue.empty():
                 return
             await self._maintain()
+
+    async def _linger(self) -> None:
+        """Give the batch up to ``flush_interval_s`` to fill; back sooner when it is full or the
+        writer is stopping."""
+        if self._full.is_set() or self.queue.qsize() + 1 >= self._batch_size:
+            self._full.clear()
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.config.flush_interval_s):
+                await self._full.wait()
+        self._full.clear()
 
     async def _maintain(self) -> None:
         now = time.monotonic()

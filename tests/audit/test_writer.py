@@ -132,3 +132,30 @@ async def test_postgres_outage_spills_and_replays_without_duplicates(pg_url: str
     ids = {int(r["request_id"]) for r in rows}
     assert set(range(300)) <= ids and all(r["n"] == 1 for r in rows)
     assert not (tmp_path / "spill.jsonl").exists() or (tmp_path / "spill.jsonl").stat().st_size == 0
+
+
+async def test_a_trickle_of_events_is_committed_in_batches_not_one_by_one(tmp_path: Path) -> None:
+    writer = AuditWriter(AuditConfig(store=f"sqlite:///{tmp_path / 'a.db'}", spill_path=str(tmp_path / "s.jsonl"),
+                                     flush_interval_s=0.3, batch_size=4))
+    await writer.start()
+    assert writer.store is not None
+    batches: list[int] = []
+    real_write = writer.store.write
+
+    async def counting_write(events: Any) -> None:
+        batches.append(len(events))
+        await real_write(events)
+
+    writer.store.write = counting_write  # type: ignore[method-assign]
+    for i in range(3):  # a quiet gateway: one request every 20 ms
+        writer.submit(_event(i))
+        await asyncio.sleep(0.02)
+    await writer.flush()
+    for i in range(3, 13):  # a burst: full batches, then what is left once the interval is out
+        writer.submit(_event(i))
+    await writer.flush()
+    await writer.stop()
+    assert batches == [3, 4, 4, 2]  # the trickle waited for company
+    store = AuditStore(f"sqlite:///{tmp_path / 'a.db'}")
+    assert len(await store.query()) == 13
+    await store.close()

@@ -322,10 +322,8 @@ async def test_an_unforeseen_error_while_connecting_does_not_end_reconnection(mo
         await real_open(self, timeout_s)
 
     monkeypatch.setattr(UpstreamSession, "open", open_once_broken)
-    async with connector(stdio_config("up", reconnect_initial_s=0.05, startup_wait_s=0)) as (c, _events):
-        async with asyncio.timeout(20):
-            while not c.health().up:
-                await asyncio.sleep(0.05)
+    async with connector(stdio_config("up", reconnect_initial_s=0.05, startup_wait_s=0)) as (c, events):
+        await events.signal.wait(lambda: c.health().up)
         assert failures == 1 and "connecting" not in c.health().detail
         result = await c.call_tool("echo", {"text": "back"}, make_ctx(DummySession("a")))
         assert result["content"][0]["text"] == "back"
