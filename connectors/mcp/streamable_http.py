@@ -128,8 +128,10 @@ class StreamableHTTPTransport(ClientTransport):
             if status >= 400:
                 self._deliver_error_body(body, rid, status)
                 return
-            if rid is not None and body:
-                decode_payload(body, self._deliver, rid, self.name)
+            if rid is not None and not decode_payload(body, self._deliver, rid, self.name):
+                kind = resp.headers.get("content-type", "no content type")
+                raise BackendUnavailable(f"upstream {self.name} answered HTTP {status} ({kind}) without a "
+                                         "JSON-RPC response to the request")
         except _CONN_ERRORS as exc:
             reason = f"cannot reach upstream {self.name} at {self._url}: {exc}"
             self._lose(reason)

@@ -41,21 +41,22 @@ class SessionExpired(TransportClosed):
     """The upstream no longer knows our session (Streamable HTTP 404): initialize again."""
 
 
-def decode_payload(data: bytes | str, deliver: Deliver, related: str | int | None, name: str) -> None:
-    """Decode one JSON-RPC frame (object or batch) and deliver each message."""
+def decode_payload(data: bytes | str, deliver: Deliver, related: str | int | None, name: str) -> bool:
+    """Decode one JSON-RPC frame (object or batch) and deliver each message; True if it held the
+    response to ``related``."""
     try:
         obj = json.loads(data)
     except ValueError:
         log.warning("upstream %s sent a frame that is not JSON: %.200r", name, data)
-        return
-    if isinstance(obj, list):
-        for item in obj:
-            if isinstance(item, dict):
-                deliver(item, related)
-    elif isinstance(obj, dict):
-        deliver(obj, related)
-    else:
-        log.warning("upstream %s sent a JSON value that is not a message: %.200r", name, data)
+        return False
+    answered = False
+    for item in obj if isinstance(obj, list) else (obj,):
+        if isinstance(item, dict):
+            deliver(item, related)
+            answered = answered or (related is not None and item.get("id") == related and "method" not in item)
+        else:
+            log.warning("upstream %s sent a JSON value that is not a message: %.200r", name, item)
+    return answered
 
 
 class ClientTransport(abc.ABC):

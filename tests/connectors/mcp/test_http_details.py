@@ -5,6 +5,7 @@ response stream with Last-Event-ID."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -14,6 +15,7 @@ from aiohttp import web
 
 from connectors.mcp.config import MCPConfig
 from connectors.mcp.connector import MCPConnector
+from gateway.protocol.errors import BackendUnavailable
 from tests.connectors.mcp.helpers import DummySession, Events, make_ctx
 
 
@@ -27,6 +29,7 @@ class Scripted:
         self.cut_stream = False  # cut the tools/call stream after a priming event, resume on GET
         self.token: str | None = None  # when set, requests without "Bearer <token>" get 401
         self.moved_to: str | None = None  # when set, every POST is redirected there
+        self.html_calls = False  # when set, tools/call answers 200 with an HTML page
 
     async def post(self, request: web.Request) -> web.StreamResponse:
         msg = await request.json()
@@ -46,6 +49,8 @@ class Scripted:
         if method == "tools/list":
             tools = [{"name": "hello", "inputSchema": {"type": "object"}}]
             return web.json_response({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": tools}})
+        if method == "tools/call" and self.html_calls:
+            return web.Response(text="<html>maintenance</html>", content_type="text/html")
         if method == "tools/call" and self.cut_stream:
             self.pending = msg["id"]
             resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -124,6 +129,17 @@ async def test_refused_credentials_say_so() -> None:
     async with scripted(server, headers={"Authorization": "Bearer wrong"}) as (c, _server):
         assert not c.health().up
         assert "HTTP 401" in c.health().detail and "credentials" in c.health().detail
+
+
+async def test_an_answer_that_is_not_json_rpc_fails_the_call_at_once() -> None:
+    server = Scripted()
+    server.html_calls = True
+    async with scripted(server, timeout_s=30) as (c, _server):
+        started = time.monotonic()
+        with pytest.raises(BackendUnavailable, match=r"answered HTTP 200 \(text/html.*without a JSON-RPC response"):
+            await c.call_tool("hello", {}, make_ctx(DummySession("a")))
+        assert time.monotonic() - started < 10  # not left waiting for the 30 s timeout
+        assert c.health().up  # one odd answer does not take the upstream down
 
 
 async def test_a_redirect_is_named_not_followed() -> None:
