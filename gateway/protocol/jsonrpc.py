@@ -52,13 +52,18 @@ class Incoming:
         return str(self.message.get("method", ""))
 
 
+# Built once: json.dumps with options builds a new encoder on every call.
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_ENCODE_ASCII = json.JSONEncoder(separators=(",", ":")).encode
+
+
 def dumps(message: Any) -> bytes:
     """Compact UTF-8 JSON, one line (safe for newline-delimited stdio)."""
-    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    text = _ENCODE(message)
     try:
         return text.encode()
     except UnicodeEncodeError:  # a lone surrogate (e.g. echoed id "\ud800"): escape it as JSON allows
-        return json.dumps(message, separators=(",", ":")).encode()
+        return _ENCODE_ASCII(message).encode()
 
 
 def _valid_id(value: Any) -> bool:
