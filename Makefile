@@ -19,16 +19,14 @@ $(VENV)/.installed-test: pyproject.toml
 	$(PIP) install -q -e '.[test]'
 	touch $(VENV)/.installed-base $@
 
-$(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-test
-	$(PIP) install -q -e '.[test,bench]'
-	touch $@
-
-# FastMCP (the peer the benches compare with) needs mcp>=2, which the test venv pins below 2:
-# it gets a venv of its own, which bench/openapi.py and bench/proxy.py run as a subprocess.
+# The bench extra (FastMCP, the peer the benches compare with) needs mcp>=2, which the test venv
+# pins below 2: it gets a venv of its own, which bench/openapi.py and bench/proxy.py run as a
+# subprocess. The benches themselves run in the test venv (the mcp SDK upstreams).
 FASTMCP_VENV := .venv-bench-fastmcp
-$(FASTMCP_VENV)/.installed:
+$(FASTMCP_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(FASTMCP_VENV)
-	$(FASTMCP_VENV)/bin/python -m pip install -q fastmcp
+	$(FASTMCP_VENV)/bin/python -m pip install -q --upgrade pip
+	$(FASTMCP_VENV)/bin/python -m pip install -q -e '.[bench]'
 	touch $@
 
 # Node packages for the tests (Node 22 for the conformance suite, server-everything upstream).
@@ -49,7 +47,7 @@ lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check gateway connectors tests bench
 	$(VENV)/bin/mypy gateway/protocol gateway/policy
 
-bench: $(VENV)/.installed-bench node_modules/.installed $(FASTMCP_VENV)/.installed
+bench: $(VENV)/.installed-test node_modules/.installed $(FASTMCP_VENV)/.installed
 	for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:

@@ -10,8 +10,8 @@ tools, and the process's peak RSS (``ru_maxrss``, which includes the interpreter
   last pages: page time must not grow with the number of tools.
 * FastMCP: ``FastMCP.from_openapi`` on the same spec, listed with ``fastmcp.Client`` in memory. It
   needs ``mcp>=2`` while this project pins ``mcp<2``, so it runs with the interpreter of a separate
-  venv: ``$FASTMCP_PYTHON`` or ``.venv-bench-fastmcp/bin/python`` (create it with
-  ``python -m venv .venv-bench-fastmcp && .venv-bench-fastmcp/bin/pip install fastmcp``). If it is
+  venv: ``$FASTMCP_PYTHON`` or ``.venv-bench-fastmcp/bin/python`` (``make bench`` creates it
+  with the ``bench`` extra). If it is
   missing, that column says so.
 
 Run: ``.venv/bin/python bench/openapi.py [--spec PATH] [--runs N]``.

@@ -10,10 +10,9 @@ Everything runs on loopback, measured in one run, printed as one table:
   path alone, so the difference is what those two cost;
 * (c) is FastMCP's proxy (``create_proxy``/``as_proxy``) over Streamable HTTP in its own process.
   Its interpreter is ``--fastmcp-python`` if given, else this interpreter when it can import
-  ``fastmcp`` (``pip install .[bench]``: fastmcp 3.x resolves alongside ``mcp<2``), else the
-  separate venv ``.venv-bench-fastmcp`` (latest fastmcp, which wants ``mcp>=2``: ``python3 -m venv
-  .venv-bench-fastmcp && .venv-bench-fastmcp/bin/pip install fastmcp``). With none of them, row
-  (c) is reported as skipped;
+  ``fastmcp``, else the venv ``.venv-bench-fastmcp`` that ``make bench`` fills with the ``bench``
+  extra (latest fastmcp, which wants ``mcp>=2`` while the tests pin ``mcp<2``). With none of
+  them, row (c) is reported as skipped;
 * (d) is a bare aiohttp relay (no MCP logic: aiohttp server, aiohttp client): what one more HTTP
   hop costs with aiohttp alone. The gateway serves with aiohttp too but talks to Streamable HTTP
   upstreams with its own lean client (``connectors/mcp/http1.py``), which is why it can come out
