@@ -16,4 +16,4 @@ def test_bench_proxy_runs_with_tiny_sizes() -> None:
     rows = [line for line in lines if line.startswith("(")]
     assert [r.split(")")[0] + ")" for r in rows] == ["(a)", "(a)", "(b)", "(b)", "(b')", "(b')", "(d)", "(d)", "(c)", "(c)"]
     assert "skipped" in rows[-1]
-    assert lines[-1].startswith("targets: gateway adds")
+    assert lines[-2].startswith("targets: gateway adds") and lines[-1].startswith("targets: bare gateway adds")
