@@ -58,6 +58,9 @@ class HttpConfig(Model):
     allowed_hosts: tuple[str, ...] = ()
     # Answer every POST with one JSON body, never with an SSE stream (for simple proxies).
     json_response: bool = False
+    # SSE comment lines this often on open streams, so proxies with idle timeouts keep them; a POST
+    # still running after this long switches to SSE to carry them (not with json_response).
+    keepalive_s: float = Field(15.0, gt=0)
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)
 
 

@@ -57,7 +57,7 @@ class LegacySSE:
         self.gateway.add_session(session)
         try:
             await writer.send_raw(f"event: endpoint\ndata: {self.messages_path}?session_id={session.id}\n\n".encode())
-            await writer.wait_closed(keepalive_s=15.0)
+            await writer.wait_closed(keepalive_s=self.gateway.config.gateway.http.keepalive_s)
         except ConnectionResetError:
             pass
         finally:

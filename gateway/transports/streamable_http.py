@@ -3,7 +3,10 @@
 * POST carries client messages. A frame without requests gets ``202 Accepted``. A request is
   answered with ``application/json`` when nothing else is sent for it before its response, and
   switches to a ``text/event-stream`` as soon as a related message (progress, a log line, a
-  sampling request) must go out first, so the common case costs no SSE framing.
+  sampling request) must go out first, so the common case costs no SSE framing. A request still
+  running after ``gateway.http.keepalive_s`` switches too, and its stream carries comment lines
+  at that interval: a long tool call is not cut by a proxy's idle timeout (nginx and cloud load
+  balancers default to 60 s).
 * ``initialize`` without ``Mcp-Session-Id`` creates a session and returns its id in that header;
   every later request must carry it (400 without it, 404 for an unknown or ended one).
 * GET opens the session's stream for unrelated server messages (list_changed, resource updates);
@@ -16,6 +19,7 @@ Every HTTP-level refusal carries a JSON-RPC error body, so clients always get va
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -45,17 +49,45 @@ def rpc_error(status: int, code: int, message: str, headers: dict[str, str] | No
 class _PostStream:
     """The reply channel of one POSTed request: JSON unless something must be streamed first."""
 
-    __slots__ = ("request", "sse", "can_stream")
+    __slots__ = ("request", "sse", "can_stream", "_opening", "_keeper")
 
     def __init__(self, request: web.Request, can_stream: bool) -> None:
         self.request = request
         self.sse: SSEWriter | None = None
         self.can_stream = can_stream
+        self._opening: asyncio.Future[SSEWriter] | None = None
+        self._keeper: asyncio.Task[None] | None = None
+
+    async def _stream(self) -> SSEWriter:
+        """The SSE stream, opened once whoever asks first (a related message or the keepalive);
+        the opening is shielded, so a cancelled asker never leaves the response half-started."""
+        if self.sse is None:
+            if self._opening is None:
+                self._opening = asyncio.ensure_future(open_sse(self.request))
+            self.sse = await asyncio.shield(self._opening)
+        return self.sse
 
     async def send(self, message: dict[str, Any]) -> None:
-        if self.sse is None:
-            self.sse = await open_sse(self.request)
-        await self.sse.send(message)
+        await (await self._stream()).send(message)
+
+    def keep_alive(self, every_s: float) -> None:
+        """The request is taking long: stream from now on, with a comment line every ``every_s``."""
+        self._keeper = asyncio.ensure_future(self._keepalive(every_s))
+
+    async def _keepalive(self, every_s: float) -> None:
+        with contextlib.suppress(ConnectionResetError):
+            sse = await self._stream()
+            while True:
+                await sse.send_raw(b": keepalive\n\n")
+                await asyncio.sleep(every_s)
+
+    async def settle(self) -> None:
+        """Stop the keepalives; wait for a stream that is being opened, so the reply goes there."""
+        if self._keeper is not None:
+            self._keeper.cancel()
+        if self._opening is not None:
+            with contextlib.suppress(Exception):
+                self.sse = await self._opening
 
 
 class _Channel:
@@ -139,10 +171,16 @@ class StreamableHTTP:
         can_stream = not channel.json_only and "text/event-stream" in request.headers.get("Accept", "")
         post = _PostStream(request, can_stream)
         channel.posts[rid] = post
+        # A timer, not a task: most requests end long before it fires, and cost no task this way.
+        keepalive_s = self.gateway.config.gateway.http.keepalive_s
+        timer = asyncio.get_running_loop().call_later(keepalive_s, post.keep_alive, keepalive_s) if can_stream else None
         try:
             reply = await session.handle_request(message, traceparent)
         finally:
             channel.posts.pop(rid, None)
+            if timer is not None:
+                timer.cancel()
+            await post.settle()
         if post.sse is None:
             if reply is None:  # cancelled by the client: no response, as the spec asks
                 return web.Response(status=202)
@@ -181,7 +219,7 @@ class StreamableHTTP:
         sse = await open_sse(request)
         channel.get_stream = sse
         try:
-            await sse.wait_closed(keepalive_s=15.0)
+            await sse.wait_closed(keepalive_s=self.gateway.config.gateway.http.keepalive_s)
         finally:
             if channel.get_stream is sse:
                 channel.get_stream = None

@@ -312,3 +312,37 @@ async def test_draining_gateway_refuses_new_sessions(gw: RunningGateway, http: a
     async with http.post(gw.mcp_url, json=init, headers={"Accept": ACCEPT}) as resp:
         assert resp.status == 503
     assert (await session.request("ping"))["result"] == {}  # existing sessions still work
+
+
+@pytest.mark.parametrize("json_response", [False, True])
+async def test_a_long_call_streams_keepalives_so_proxies_keep_it(monkeypatch: pytest.MonkeyPatch,
+                                                                 http: aiohttp.ClientSession,
+                                                                 json_response: bool) -> None:
+    testkit.register(monkeypatch)
+    config = CORE_ONLY + f"""
+gateway: {{http: {{keepalive_s: 0.1, json_response: {str(json_response).lower()}}}}}
+connectors:
+  - {{name: kit, type: testkit, tools: 1}}
+"""
+    async with running_gateway(config) as running:
+        session = await initialize(http, running.mcp_url)
+        slow = {"jsonrpc": "2.0", "id": "long-1", "method": "tools/call",
+                "params": {"name": "kit_slow", "arguments": {"seconds": 0.55}}}
+        async with session.post(slow) as resp:
+            assert resp.status == 200
+            body = await resp.read()
+        if json_response:  # no stream to carry keepalives: one JSON body, as configured
+            assert resp.content_type == "application/json" and b"keepalive" not in body
+            assert json.loads(body)["result"]["content"][0]["text"] == "finished"
+            return
+        assert resp.content_type == "text/event-stream"
+        head, _, last = body.rpartition(b"event: message")
+        assert head.count(b": keepalive\n\n") >= 3  # about one per 0.1 s before the answer
+        reply = json.loads(last.split(b"data: ", 1)[1])
+        assert reply == {"jsonrpc": "2.0", "id": "long-1",
+                         "result": {"content": [{"type": "text", "text": "finished"}]}}
+        quick = {"jsonrpc": "2.0", "id": "quick-1", "method": "tools/call",
+                 "params": {"name": "kit_echo_000", "arguments": {"a": 1}}}
+        async with session.post(quick) as resp:  # quick calls stay plain JSON
+            assert resp.content_type == "application/json"
+            assert (await resp.json())["result"]["content"][0]["text"] == '{"a": 1}'
