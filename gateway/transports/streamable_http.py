@@ -19,7 +19,7 @@ Every HTTP-level refusal carries a JSON-RPC error body, so clients always get va
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import itertools
 import logging
 from typing import Any
 
@@ -31,6 +31,7 @@ from gateway.protocol.versions import is_supported
 from gateway.session import Session
 
 from .common import batch_refused, process_frame
+from .post_stream import PostStream, parse_event_id
 from .sse_writer import SSEWriter, open_sse
 
 __all__ = ["StreamableHTTP", "SESSION_HEADER", "VERSION_HEADER"]
@@ -46,60 +47,24 @@ def rpc_error(status: int, code: int, message: str, headers: dict[str, str] | No
                         content_type="application/json", headers=headers)
 
 
-class _PostStream:
-    """The reply channel of one POSTed request: JSON unless something must be streamed first."""
-
-    __slots__ = ("request", "sse", "can_stream", "_opening", "_keeper")
-
-    def __init__(self, request: web.Request, can_stream: bool) -> None:
-        self.request = request
-        self.sse: SSEWriter | None = None
-        self.can_stream = can_stream
-        self._opening: asyncio.Future[SSEWriter] | None = None
-        self._keeper: asyncio.Task[None] | None = None
-
-    async def _stream(self) -> SSEWriter:
-        """The SSE stream, opened once whoever asks first (a related message or the keepalive);
-        the opening is shielded, so a cancelled asker never leaves the response half-started."""
-        if self.sse is None:
-            if self._opening is None:
-                self._opening = asyncio.ensure_future(open_sse(self.request))
-            self.sse = await asyncio.shield(self._opening)
-        return self.sse
-
-    async def send(self, message: dict[str, Any]) -> None:
-        await (await self._stream()).send(message)
-
-    def keep_alive(self, every_s: float) -> None:
-        """The request is taking long: stream from now on, with a comment line every ``every_s``."""
-        self._keeper = asyncio.ensure_future(self._keepalive(every_s))
-
-    async def _keepalive(self, every_s: float) -> None:
-        with contextlib.suppress(ConnectionResetError):
-            sse = await self._stream()
-            while True:
-                await sse.send_raw(b": keepalive\n\n")
-                await asyncio.sleep(every_s)
-
-    async def settle(self) -> None:
-        """Stop the keepalives; wait for a stream that is being opened, so the reply goes there."""
-        if self._keeper is not None:
-            self._keeper.cancel()
-        if self._opening is not None:
-            with contextlib.suppress(Exception):
-                self.sse = await self._opening
-
-
 class _Channel:
     """Where a session's outgoing messages go: the related POST's stream, else the GET stream."""
 
-    __slots__ = ("session", "get_stream", "posts", "json_only")
+    __slots__ = ("session", "get_stream", "posts", "streams", "json_only", "_stream_ids")
 
     def __init__(self, json_only: bool) -> None:
         self.session: Session | None = None
         self.get_stream: SSEWriter | None = None
-        self.posts: dict[str | int, _PostStream] = {}
+        self.posts: dict[str | int, PostStream] = {}  # by request id, while the request runs
+        self.streams: dict[str, PostStream] = {}  # by stream id, while it can be resumed
         self.json_only = json_only
+        self._stream_ids = itertools.count(1)
+
+    def new_stream_id(self) -> str:
+        return str(next(self._stream_ids))
+
+    def forget(self, post: PostStream) -> None:
+        self.streams.pop(post.id, None)
 
     async def send(self, message: dict[str, Any], related_request_id: str | int | None) -> None:
         post = self.posts.get(related_request_id) if related_request_id is not None else None
@@ -169,8 +134,9 @@ class StreamableHTTP:
                              message: dict[str, Any], traceparent: str | None) -> web.StreamResponse:
         rid = message["id"]
         can_stream = not channel.json_only and "text/event-stream" in request.headers.get("Accept", "")
-        post = _PostStream(request, can_stream)
+        post = PostStream(request, channel.new_stream_id(), can_stream, session.protocol_version, channel.forget)
         channel.posts[rid] = post
+        channel.streams[post.id] = post
         # A timer, not a task: most requests end long before it fires, and cost no task this way.
         keepalive_s = self.gateway.config.gateway.http.keepalive_s
         timer = asyncio.get_running_loop().call_later(keepalive_s, post.keep_alive, keepalive_s) if can_stream else None
@@ -180,15 +146,8 @@ class StreamableHTTP:
             channel.posts.pop(rid, None)
             if timer is not None:
                 timer.cancel()
-            await post.settle()
-        if post.sse is None:
-            if reply is None:  # cancelled by the client: no response, as the spec asks
-                return web.Response(status=202)
-            return web.Response(body=jsonrpc.dumps(reply), content_type="application/json")
-        if reply is not None:
-            await post.sse.send(reply)
-        await post.sse.close()
-        return post.sse.response
+            post.stop_keepalive()
+        return await post.finish(reply)
 
     async def _initialize(self, request: web.Request, message: dict[str, Any], principal: Any) -> web.StreamResponse:
         channel = _Channel(self.gateway.config.gateway.http.json_response)
@@ -214,12 +173,21 @@ class StreamableHTTP:
             return rpc_error(404, INVALID_REQUEST, "Not Found: unknown or expired session")
         if channel.session.principal != principal:
             return rpc_error(403, INVALID_REQUEST, "Forbidden: the session belongs to another principal")
+        keepalive_s = self.gateway.config.gateway.http.keepalive_s
+        last_event_id = request.headers.get("Last-Event-ID")
+        if last_event_id is not None:  # resuming a request's stream (only those carry event ids)
+            parsed = parse_event_id(last_event_id)
+            post = channel.streams.get(parsed[0]) if parsed is not None else None
+            if parsed is None or post is None:
+                return rpc_error(400, INVALID_REQUEST, f"Bad Request: nothing to resume after Last-Event-ID "
+                                 f"{last_event_id!r} (unknown, or its request has ended)")
+            return await post.resume(request, parsed[1], keepalive_s)
         if channel.get_stream is not None and not channel.get_stream.closed:
             return rpc_error(409, INVALID_REQUEST, "Conflict: this session already has a GET stream")
         sse = await open_sse(request)
         channel.get_stream = sse
         try:
-            await sse.wait_closed(keepalive_s=self.gateway.config.gateway.http.keepalive_s)
+            await sse.wait_closed(keepalive_s=keepalive_s)
         finally:
             if channel.get_stream is sse:
                 channel.get_stream = None

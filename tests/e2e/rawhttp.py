@@ -15,12 +15,13 @@ VERSION = "2025-11-25"
 
 
 async def sse_events(resp: aiohttp.ClientResponse) -> AsyncIterator[tuple[str, str]]:
-    """``(event, data)`` pairs of an SSE response, as they arrive."""
+    """``(event, data)`` pairs of an SSE response, as they arrive. As the SSE standard says, an
+    event whose data is empty is not dispatched (a priming event carries only an id)."""
     event, data = "message", []
     async for raw in resp.content:
         line = raw.decode().rstrip("\r\n")
         if not line:
-            if data:
+            if "".join(data):
                 yield event, "\n".join(data)
             event, data = "message", []
         elif line.startswith(":"):

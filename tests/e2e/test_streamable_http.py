@@ -346,3 +346,70 @@ connectors:
         async with session.post(quick) as resp:  # quick calls stay plain JSON
             assert resp.content_type == "application/json"
             assert (await resp.json())["result"]["content"][0]["text"] == '{"a": 1}'
+
+
+RESUMABLE = CORE_ONLY + """
+gateway: {http: {keepalive_s: 0.05}}
+connectors:
+  - {name: kit, type: testkit, tools: 1}
+"""
+
+
+async def _cut_after_priming(session: Any, seconds: float) -> str:
+    """POST a slow call, read its stream's priming event, then drop the connection; returns the
+    priming event's id."""
+    call = {"jsonrpc": "2.0", "id": "cut-1", "method": "tools/call",
+            "params": {"name": "kit_slow", "arguments": {"seconds": seconds}}}
+    resp = await session.post(call)
+    assert resp.content_type == "text/event-stream"
+    async with asyncio.timeout(5):
+        while not (line := (await resp.content.readline()).decode()).startswith("id:"):
+            pass
+    resp.close()  # the connection breaks, as a flaky network would break it
+    return line[3:].strip()
+
+
+def _stream(gw: RunningGateway, session_id: str, event_id: str) -> Any:
+    from gateway.transports.http_app import HTTP_KEY
+    return gw.app[HTTP_KEY].channels[session_id].streams[event_id.split(":")[0]]
+
+
+async def test_a_cut_stream_is_resumed_while_its_request_runs(monkeypatch: pytest.MonkeyPatch,
+                                                              http: aiohttp.ClientSession) -> None:
+    testkit.register(monkeypatch)
+    async with running_gateway(RESUMABLE) as running:
+        session = await initialize(http, running.mcp_url)
+        primed = await _cut_after_priming(session, 0.5)
+        assert primed.endswith(":0")
+        async with http.get(running.mcp_url, headers={**session.headers, "Accept": "text/event-stream",
+                                                      "Last-Event-ID": primed}) as resp:
+            assert resp.status == 200 and resp.content_type == "text/event-stream"
+            body = await resp.read()  # ends when the request has answered
+        reply = json.loads(body.rpartition(b"data: ")[2])
+        assert reply == {"jsonrpc": "2.0", "id": "cut-1", "result": {"content": [{"type": "text", "text": "finished"}]}}
+        assert f"id: {primed[:-1]}1\n".encode() in body  # the response's own event id
+        # Collected: there is nothing left to resume, and the session's own GET stream is unaffected.
+        async with http.get(running.mcp_url, headers={**session.headers, "Accept": "text/event-stream",
+                                                      "Last-Event-ID": primed}) as resp:
+            assert resp.status == 400 and "nothing to resume" in (await resp.json())["error"]["message"]
+        async with http.get(running.mcp_url, headers={**session.headers, "Accept": "text/event-stream"}) as resp:
+            assert resp.status == 200
+
+
+async def test_a_response_nobody_received_is_kept_for_resumption(monkeypatch: pytest.MonkeyPatch,
+                                                                http: aiohttp.ClientSession) -> None:
+    testkit.register(monkeypatch)
+    async with running_gateway(RESUMABLE) as running:
+        session = await initialize(http, running.mcp_url)
+        primed = await _cut_after_priming(session, 0.2)
+        stream = _stream(running, session.id, primed)
+        async with asyncio.timeout(5):
+            await stream._done.wait()  # answered while the client was away
+        headers = {**session.headers, "Accept": "text/event-stream"}
+        async with http.get(running.mcp_url, headers={**headers, "Last-Event-ID": primed}) as resp:
+            assert resp.status == 200
+            events = [m async for m in sse_events(resp)]
+        assert [json.loads(data)["result"]["content"][0]["text"] for _, data in events] == ["finished"]
+        for bad in ("nonsense", "999:0", f"{primed[:-2]}:x"):
+            async with http.get(running.mcp_url, headers={**headers, "Last-Event-ID": bad}) as resp:
+                assert resp.status == 400
