@@ -6,11 +6,12 @@
   sampling request) must go out first, so the common case costs no SSE framing. A request still
   running after ``gateway.http.keepalive_s`` switches too, and its stream carries comment lines
   at that interval: a long tool call is not cut by a proxy's idle timeout (nginx and cloud load
-  balancers default to 60 s).
+  balancers default to 60 s). Its events carry ids, so a client whose connection broke resumes it
+  with GET + ``Last-Event-ID`` (``post_stream.py``).
 * ``initialize`` without ``Mcp-Session-Id`` creates a session and returns its id in that header;
   every later request must carry it (400 without it, 404 for an unknown or ended one).
-* GET opens the session's stream for unrelated server messages (list_changed, resource updates);
-  DELETE ends the session.
+* GET opens the session's stream for unrelated server messages (list_changed, resource updates),
+  or with ``Last-Event-ID`` resumes a request's stream; DELETE ends the session.
 * ``MCP-Protocol-Version`` must name a supported revision when present.
 
 Every HTTP-level refusal carries a JSON-RPC error body, so clients always get valid JSON-RPC.
