@@ -14,6 +14,6 @@ def test_bench_proxy_runs_with_tiny_sizes() -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     rows = [line for line in lines if line.startswith("(")]
-    assert [r.split(")")[0] + ")" for r in rows] == ["(a)", "(a)", "(b)", "(b)", "(b')", "(b')", "(d)", "(d)", "(c)", "(c)"]
+    assert [r.split(")")[0] + ")" for r in rows] == ["(a)", "(a)", "(b)", "(b)", "(b+)", "(b+)", "(d)", "(d)", "(c)", "(c)"]
     assert "skipped" in rows[-1]
-    assert lines[-2].startswith("targets: gateway adds") and lines[-1].startswith("targets: bare gateway adds")
+    assert lines[-2].startswith("targets: gateway adds") and lines[-1].startswith("for information: with its default")
