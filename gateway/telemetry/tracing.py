@@ -295,23 +295,40 @@ def backend_call(connector: str, kind: str, name: str,
     start = time.perf_counter()
     call = BackendCall(None)
     try:
-        with span(name, {"mcp.gateway.connector": connector, **(attributes or {})},
-                  SpanKind.CLIENT) as sp:
-            call.span = sp
+        if _state.tracer is None:  # on every call: no span machinery when tracing is off
             yield call
+        else:
+            with span(name, {"mcp.gateway.connector": connector, **(attributes or {})},
+                      SpanKind.CLIENT) as sp:
+                call.span = sp
+                yield call
     except BaseException as exc:
         call.outcome = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
         raise
     finally:
         if _state.metrics:
-            metrics.BACKEND_CALL_DURATION.labels(
-                metrics.bounded("connector", connector), kind, call.outcome
-            ).observe(time.perf_counter() - start)
+            _backend_duration(connector, kind, call.outcome).observe(time.perf_counter() - start)
+
+
+_backend_children: dict[tuple[str, str, str], Any] = {}
+
+
+def _backend_duration(connector: str, kind: str, outcome: str) -> Any:
+    """The histogram child for these labels (``labels()`` validates and locks on every call)."""
+    key = (connector, kind, outcome)
+    child = _backend_children.get(key)
+    if child is None:
+        child = metrics.BACKEND_CALL_DURATION.labels(metrics.bounded("connector", connector), kind, outcome)
+        if len(_backend_children) < 4 * metrics.MAX_LABEL_VALUES:
+            _backend_children[key] = child
+    return child
 
 
 def upstream_mcp_call(connector: str, method: str, params: Mapping[str, Any]) -> Any:
     """:func:`backend_call` for a request to an upstream MCP server, named and attributed as the
     MCP semantic conventions ask (``tools/call {tool}``, ``mcp.method.name``, ...)."""
+    if _state.tracer is None:
+        return backend_call(connector, "mcp", method)
     name = params.get("name") if method in ("tools/call", "prompts/get") else None
     attrs: dict[str, Any] = {"mcp.method.name": method}
     if method == "tools/call":
