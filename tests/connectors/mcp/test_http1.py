@@ -378,3 +378,5 @@ async def test_https_verifies_the_certificate(tmp_path: Path, monkeypatch: pytes
         client = HTTP1Client(url, connect_timeout_s=5)
         assert await body_of(client, body=b'{"tls":true}') == (200, b'{"tls":true}')
         await client.close()
+        # Loading the CAs is costly: sessions share one context per trust store.
+        assert HTTP1Client(url, connect_timeout_s=5)._ssl is client._ssl
