@@ -172,8 +172,11 @@ async def test_a_stream_that_never_ends_is_closed_after_the_grace() -> None:
         resp = await client.request("POST", NO_HEADERS, b"{}")
         await resp.read_chunk()
         resp.release_at_end(0.1)
-        await asyncio.sleep(0.3)
-        assert not client._all  # closed, not parked in the pool
+        for _ in range(500):
+            if not client._all:
+                break
+            await asyncio.sleep(0.01)
+        assert not client._all  # closed after the grace, not parked in the pool
         nxt = await client.request("POST", NO_HEADERS, b"{}")
         await nxt.read_chunk()
         nxt.release()
@@ -236,8 +239,11 @@ async def test_large_bodies_cross_with_back_pressure() -> None:
     async with serve(routes) as (url, peers):
         client = HTTP1Client(url, connect_timeout_s=5)
         resp = await client.request("POST", NO_HEADERS, b"{}")
-        await asyncio.sleep(0.3)  # let the socket fill what the client buffers
         conn = resp._conn
+        for _ in range(1000):  # nothing is read yet: the client buffers up to its limit, then pauses
+            if conn._paused:
+                break
+            await asyncio.sleep(0.01)
         assert conn._paused and conn._buffered <= 5 * 1024 * 1024
         assert await resp.read(1 << 30) == big
         resp.release()
