@@ -320,7 +320,7 @@ async def test_a_long_call_streams_keepalives_so_proxies_keep_it(monkeypatch: py
                                                                  json_response: bool) -> None:
     testkit.register(monkeypatch)
     config = CORE_ONLY + f"""
-gateway: {{http: {{keepalive_s: 0.1, json_response: {str(json_response).lower()}}}}}
+gateway: {{http: {{keepalive_s: 0.05, json_response: {str(json_response).lower()}}}}}
 connectors:
   - {{name: kit, type: testkit, tools: 1}}
 """
@@ -337,7 +337,7 @@ connectors:
             return
         assert resp.content_type == "text/event-stream"
         head, _, last = body.rpartition(b"event: message")
-        assert head.count(b": keepalive\n\n") >= 3  # about one per 0.1 s before the answer
+        assert head.count(b": keepalive\n\n") >= 3  # about one per 0.05 s before the answer
         reply = json.loads(last.split(b"data: ", 1)[1])
         assert reply == {"jsonrpc": "2.0", "id": "long-1",
                          "result": {"content": [{"type": "text", "text": "finished"}]}}
