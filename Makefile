@@ -45,7 +45,7 @@ test-fast: $(VENV)/.installed-test
 
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check gateway connectors tests bench
-	$(VENV)/bin/mypy gateway/protocol gateway/policy
+	$(VENV)/bin/mypy gateway connectors
 
 bench: $(VENV)/.installed-test node_modules/.installed $(FASTMCP_VENV)/.installed
 	for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

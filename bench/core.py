@@ -59,9 +59,9 @@ async def _serve_gateway(port: int, tools: int) -> None:
     from gateway.app import Gateway
     from gateway.config import parse_config
     from gateway.transports.http_app import build_app
-    from tests.e2e.testkit import KIND_PATH
+    from tests.e2e.testkit import KIND
 
-    registry.KINDS["testkit"] = KIND_PATH
+    registry.KINDS["testkit"] = KIND
     config = parse_config(f"""
 audit: {{enabled: false}}
 telemetry: {{metrics: false}}

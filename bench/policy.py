@@ -87,7 +87,8 @@ def _session(gw: Gateway, principal: Principal) -> Session:
         return None
 
     session = Session(gw, "streamable_http", discard, principal)
-    session.state, session.protocol_version = "ready", "2025-11-25"
+    session.lifecycle.initialized()
+    session.protocol_version = "2025-11-25"
     session.client_info = {"name": "bench", "version": "1"}
     return session
 

@@ -60,7 +60,7 @@ def bench_session(gw: Gateway) -> Session:
         pass
 
     session = Session(gw, "streamable_http", send, Principal("bench", kind="api_key"))
-    session.state = "ready"
+    session.lifecycle.initialized()
     session.protocol_version = "2025-11-25"
     return session
 

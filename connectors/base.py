@@ -1,9 +1,16 @@
 """The connector contract and the component specs connectors expose.
 
-A connector owns one backend. The gateway constructs it with its validated config, calls
-:meth:`Connector.start` with a :class:`ConnectorEvents` sink, reads its components through the
-``tools()``/``resources()``/``resource_templates()``/``prompts()`` accessors (local names; cheap,
-called on every catalog rebuild, so return cached sequences) and routes calls to it.
+A connector owns one backend. The gateway constructs it with its validated config (a
+:class:`~connectors.config.ConnectorConfig` of its kind), calls :meth:`Connector.start` with a
+:class:`ConnectorEvents` sink and an :class:`~connectors.instrumentation.Instrumentation` bound to
+its name, reads its components through the ``tools()``/``resources()``/``resource_templates()``/
+``prompts()`` accessors (local names; cheap, called on every catalog rebuild: they read the
+:class:`Components` value the connector last assigned to ``self.components``) and routes calls
+to it.
+
+A connector imports the contract (this module, ``connectors.config``,
+``connectors.instrumentation``), the sans-I/O protocol (``gateway.protocol``) and the call
+context (``gateway.context``): nothing else of the gateway.
 
 Rules every connector follows:
 
@@ -23,18 +30,17 @@ Rules every connector follows:
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
+from connectors.config import ConnectorConfig
+from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
+from gateway.context import CallContext
 from gateway.protocol.errors import InvalidParams, ResourceNotFound
 
-if TYPE_CHECKING:
-    from gateway.config import ConnectorConfig
-    from gateway.context import CallContext
-
 __all__ = [
+    "Components",
     "ToolSpec",
     "ResourceSpec",
     "ResourceTemplateSpec",
@@ -80,6 +86,17 @@ class PromptSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class Components:
+    """Everything a connector serves right now, under local names. Replaced as a whole (or with
+    :func:`dataclasses.replace`) when something changes, so a catalog rebuild reads a consistent set."""
+
+    tools: tuple[ToolSpec, ...] = ()
+    resources: tuple[ResourceSpec, ...] = ()
+    resource_templates: tuple[ResourceTemplateSpec, ...] = ()
+    prompts: tuple[PromptSpec, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Health:
     """A connector's health, as shown by /readyz and the ``connector_up`` metric."""
 
@@ -107,11 +124,10 @@ class ConnectorEvents(Protocol):
 
 
 class Connector(abc.ABC):
-    """Base class of every connector. Subclasses set ``kind`` and ``config_model``."""
+    """Base class of every connector. Subclasses set ``kind`` (its config model is found through
+    :mod:`connectors.registry`) and implement :meth:`start`."""
 
     kind: ClassVar[str]
-    # The pydantic model validating this kind's entry under ``connectors:`` (a ConnectorConfig).
-    config_model: ClassVar[type[ConnectorConfig]]
 
     def __init__(self, config: ConnectorConfig, base_dir: Path = Path(".")) -> None:
         """``base_dir`` is the config file's folder: relative paths in ``config`` resolve there."""
@@ -119,11 +135,19 @@ class Connector(abc.ABC):
         self.name: str = config.name
         self.base_dir = Path(base_dir)
         self.events: ConnectorEvents | None = None
+        self.instrumentation: Instrumentation = NO_INSTRUMENTATION
+        self.components = Components()
 
     # -- lifecycle ---------------------------------------------------------------------------
     @abc.abstractmethod
-    async def start(self, events: ConnectorEvents) -> None:
-        """Load, introspect or connect. Raising here fails this connector, not the gateway."""
+    async def start(self, events: ConnectorEvents, instrumentation: Instrumentation = NO_INSTRUMENTATION) -> None:
+        """Load, introspect or connect. Raising here fails this connector, not the gateway.
+        Implementations begin with ``self.attach(events, instrumentation)``."""
+
+    def attach(self, events: ConnectorEvents, instrumentation: Instrumentation) -> None:
+        """Keep what :meth:`start` was given."""
+        self.events = events
+        self.instrumentation = instrumentation
 
     async def stop(self) -> None:
         """Release every resource (sessions, pools, processes). Must be idempotent."""
@@ -144,17 +168,17 @@ class Connector(abc.ABC):
         return caps
 
     # -- components (local names) ----------------------------------------------------------
-    def tools(self) -> Sequence[ToolSpec]:
-        return ()
+    def tools(self) -> tuple[ToolSpec, ...]:
+        return self.components.tools
 
-    def resources(self) -> Sequence[ResourceSpec]:
-        return ()
+    def resources(self) -> tuple[ResourceSpec, ...]:
+        return self.components.resources
 
-    def resource_templates(self) -> Sequence[ResourceTemplateSpec]:
-        return ()
+    def resource_templates(self) -> tuple[ResourceTemplateSpec, ...]:
+        return self.components.resource_templates
 
-    def prompts(self) -> Sequence[PromptSpec]:
-        return ()
+    def prompts(self) -> tuple[PromptSpec, ...]:
+        return self.components.prompts
 
     def owns_uri(self, uri: str) -> bool:
         """Whether a URI that is not in ``resources()`` is still served here (template matches,
@@ -178,8 +202,9 @@ class Connector(abc.ABC):
     async def subscribe(self, uri: str, ctx: CallContext) -> None:
         """Start watching a local URI; changes are reported through ``events.resource_updated``."""
 
-    async def unsubscribe(self, uri: str, ctx: CallContext) -> None:
-        """Stop watching (called when no session is subscribed to ``uri`` any more)."""
+    async def unsubscribe(self, uri: str, ctx: CallContext | None) -> None:
+        """Stop watching (called when no session is subscribed to ``uri`` any more; ``ctx`` is
+        None when the last watcher left by closing its session rather than by a request)."""
 
     async def session_closed(self, session_id: str) -> None:
         """A downstream session ended (per-client upstream sessions are released here)."""

@@ -1,9 +1,15 @@
 """The Gateway: builds connectors, catalog and filter chain from config; start, reload, stop.
 
 Owns the live sessions and everything that crosses sessions: list_changed broadcasts after a
-catalog rebuild, resource subscriptions (one connector subscription per URI however many sessions
-watch it), log messages from connectors, and graceful shutdown (stop taking sessions, let in-flight
-requests finish within the grace period, then stop connectors and flush the filters).
+catalog rebuild, resource subscriptions (:class:`~gateway.subscriptions.Subscriptions`), log
+messages from connectors, and graceful shutdown (stop taking sessions, let in-flight requests
+finish within the grace period, then stop connectors and flush the filters).
+
+The parts get exactly what they use, never the Gateway itself: the filter chain is built
+explicitly by :func:`build_filters` (each filter constructed with its own config section and the
+catalog function it needs), sessions see the :class:`~gateway.session.SessionHost` protocol,
+transports the :class:`~gateway.transports.host.SessionFactory` protocol, connectors their
+:class:`~connectors.base.ConnectorEvents` and :class:`~connectors.instrumentation.Instrumentation`.
 
 A connector that fails to start is recorded in :attr:`Gateway.failed` and left out of the
 catalog; it never stops the gateway. Name collisions at start-up do (they are config errors).
@@ -12,27 +18,40 @@ catalog; it never stops the gateway. Name collisions at start-up do (they are co
 from __future__ import annotations
 
 import asyncio
-import importlib
-import importlib.util
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
 
 from connectors.base import Connector, Health
 from connectors.registry import connector_class
+from gateway.audit.writer import AuditWriter
+from gateway.auth import Authenticator
+from gateway.auth.apikeys import secret_digests
 from gateway.catalog import Catalog
-from gateway.config import GatewayConfig
-from gateway.context import CallContext
+from gateway.config import AuthConfig, GatewayConfig
+from gateway.context import LocalHandler, Principal
 from gateway.dispatch import Dispatcher
-from gateway.filters import CHAIN_ORDER, Filter
+from gateway.filters import Filter
+from gateway.filters.audit import AuditFilter
+from gateway.filters.auth import AccessFilter
+from gateway.filters.ratelimit import RateLimitFilter
+from gateway.filters.telemetry import TelemetryFilter
+from gateway.filters.timeout import TimeoutFilter
+from gateway.policy import AccessPolicy
 from gateway.protocol.cursors import CursorCodec
 from gateway.protocol.errors import ConfigError
-from gateway.telemetry import metrics
+from gateway.session import Send, Session
+from gateway.subscriptions import Subscriptions
+from gateway.telemetry import metrics, tracing
+from gateway.telemetry.http import start_metrics_server
+from gateway.telemetry.instrumentation import ConnectorInstrumentation
 
-if TYPE_CHECKING:
-    from gateway.session import Session
-
-__all__ = ["Gateway"]
+__all__ = ["Gateway", "build_filters", "Identity"]
 
 log = logging.getLogger("gateway.app")
 
@@ -43,6 +62,38 @@ _LIST_CHANGED = {
     "resourceTemplates": "notifications/resources/list_changed",
 }
 _POLICY_SECTIONS = ("auth", "access", "rate_limits", "audit", "telemetry")
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """The server's name, version and instructions, as ``initialize`` reports them."""
+
+    name: str
+    version: str
+    instructions: str | None
+
+
+def build_filters(config: GatewayConfig, catalog: Catalog) -> list[Filter]:
+    """The filter chain, outermost first: telemetry → audit → auth → ratelimit → timeout.
+
+    Each filter is built only when its feature is on, so a disabled feature costs nothing per
+    call. Telemetry is outermost so it also counts rejections; audit sits outside auth so denied
+    attempts are recorded; auth runs before rate limiting so limits key on the principal.
+    """
+    tracing.configure(config.telemetry)
+    chain: list[Filter] = []
+    if config.telemetry.metrics or tracing.enabled():
+        chain.append(TelemetryFilter(catalog, metrics_on=tracing.metrics_enabled()))
+    if config.audit.enabled:
+        digests = secret_digests(config.auth.api_keys, config.base_dir)
+        chain.append(AuditFilter(AuditWriter(config.audit, config.base_dir, digests)))
+    if config.access:
+        chain.append(AccessFilter(AccessPolicy(config.access), catalog.access_name))
+    concurrency = {c.name: c.max_concurrency for c in config.connectors if c.max_concurrency}
+    if config.rate_limits.rules or concurrency:
+        chain.append(RateLimitFilter(config.rate_limits, catalog.owner, concurrency))
+    chain.append(TimeoutFilter())
+    return chain
 
 
 class _ConnectorEvents:
@@ -58,7 +109,7 @@ class _ConnectorEvents:
         self.gateway.schedule_rebuild()
 
     def resource_updated(self, uri: str) -> None:
-        self.gateway.resource_updated(self.name, uri)
+        self.gateway.subscriptions.resource_updated(self.name, uri)
 
     def log(self, level: str, data: Any, logger: str | None = None) -> None:
         params: dict[str, Any] = {"level": level, "data": data, "logger": logger or self.name}
@@ -71,49 +122,32 @@ class _ConnectorEvents:
         self.gateway.schedule_rebuild()
 
 
-def _build_filters(gateway: Gateway) -> list[Filter]:
-    filters: list[Filter] = []
-    for name in CHAIN_ORDER:
-        module_name = f"gateway.filters.{name}"
-        if importlib.util.find_spec(module_name) is None:
-            continue
-        built = importlib.import_module(module_name).build(gateway)
-        if built is not None:
-            filters.append(built)
-    return filters
-
-
-def _build_authenticator(gateway: Gateway) -> Any:
-    if importlib.util.find_spec("gateway.auth") is None:
-        return None
-    module = importlib.import_module("gateway.auth")
-    builder = getattr(module, "build_authenticator", None)
-    return builder(gateway) if builder is not None else None
-
-
 class Gateway:
     """One running gateway: config, connectors, catalog, filter chain and sessions."""
 
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
         self.catalog = Catalog(config.gateway.page_size, CursorCodec(config.gateway.cursor_secret))
+        self.subscriptions = Subscriptions(self.catalog, self.spawn)
         self.connectors: dict[str, Connector] = {}
         self.failed: dict[str, str] = {}
         self.sessions: dict[str, Session] = {}
         self.filters: list[Filter] = []
-        self.dispatcher = Dispatcher(self)
-        self.authenticator: Any = None
+        self.dispatcher = Dispatcher(self.catalog, self.subscriptions, config.gateway.request_timeout_s)
+        # Anonymous until start(): the configured keys load with the filter chain.
+        self.authenticator = Authenticator(AuthConfig(), name=config.gateway.name)
         self.ready = False
         self.draining = False
         self.started_at = 0.0
-        self._subscribers: dict[str, set[Session]] = {}
+        self._metrics_server: web.AppRunner | None = None
+        self._metrics_port: int | None = None
         self._rebuild_handle: asyncio.Handle | None = None
         self._background: set[asyncio.Task[Any]] = set()
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, serving: bool = True) -> None:
         """Start connectors and build the catalog; ``serving=False`` (``mcp-gateway list``) skips
-        the filter chain and authentication, which only matter when clients connect."""
+        the filter chain and the metrics, which only matter when clients connect."""
         self.connectors = await self._start_connectors(self.config)
         try:
             self._install_catalog(strict=True)
@@ -122,10 +156,8 @@ class Gateway:
             raise
         if not serving:
             return
-        self.filters = _build_filters(self)
-        await self._start_filters(self.filters)
-        self.dispatcher = Dispatcher(self, self.filters)
-        self.authenticator = _build_authenticator(self)
+        await self._install_filters()
+        await self._start_metrics()
         self.started_at = time.time()
         self.ready = True
         log.info("gateway %s ready: %s", self.config.gateway.name,
@@ -137,11 +169,12 @@ class Gateway:
         for cfg in config.connectors:
             if only is not None and cfg.name not in only:
                 continue
-            created[cfg.name] = connector_class(cfg.type)(cfg, base_dir=config.base_dir)
+            created[cfg.name] = connector_class(cfg.type)(cfg, base_dir=Path(config.base_dir))
 
         async def start_one(connector: Connector) -> None:
             try:
-                await connector.start(_ConnectorEvents(self, connector.name))
+                await connector.start(_ConnectorEvents(self, connector.name),
+                                      ConnectorInstrumentation(connector.name, connector.kind))
                 self.failed.pop(connector.name, None)
             except Exception as exc:
                 detail = str(exc) or type(exc).__name__
@@ -157,11 +190,19 @@ class Gateway:
         self.catalog.set_connectors(ordered)
         return self.catalog.rebuild(strict=strict)
 
-    async def _start_filters(self, filters: list[Filter]) -> None:
+    async def _install_filters(self) -> None:
+        """Build and start the filter chain for the current config; stop the one it replaces."""
+        # First what can refuse the config (a malformed key): nothing has started yet then.
+        authenticator = Authenticator(self.config.auth, self.config.base_dir, self.config.gateway.name)
+        filters = build_filters(self.config, self.catalog)
         for flt in filters:
             start = getattr(flt, "start", None)
             if start is not None:
                 await start()
+        old, self.filters = self.filters, filters
+        self.authenticator = authenticator
+        self.dispatcher = Dispatcher(self.catalog, self.subscriptions, self.config.gateway.request_timeout_s, filters)
+        await self._stop_filters(old)
 
     async def _stop_filters(self, filters: list[Filter]) -> None:
         for flt in reversed(filters):
@@ -171,6 +212,22 @@ class Gateway:
                     await stop()
                 except Exception:
                     log.exception("stopping filter %s failed", type(flt).__name__)
+
+    async def _start_metrics(self) -> None:
+        """Register with the scrape-time collector; serve /metrics on its own port if asked."""
+        metrics.STATE.add(self)
+        metrics.BUILD_INFO.info({"version": str(self.config.gateway.version)})
+        metrics.CONFIG_LAST_RELOAD.set_to_current_time()
+        telemetry = self.config.telemetry
+        port = telemetry.metrics_port if telemetry.metrics else None
+        if self._metrics_server is not None and port == self._metrics_port:
+            return  # a reload that kept the port keeps the server (and its open scrapes)
+        if self._metrics_server is not None:
+            await self._metrics_server.cleanup()
+            self._metrics_server = None
+        if port is not None:
+            self._metrics_server = await start_metrics_server(self.config.gateway.http.host, port)
+        self._metrics_port = port
 
     async def reload(self, new: GatewayConfig) -> dict[str, list[str]]:
         """Apply a validated config: restart changed connectors only; sessions stay connected.
@@ -203,14 +260,12 @@ class Gateway:
             self.spawn(self._retire([previous[name] for name in to_stop]))
         self.catalog.page_size = new.gateway.page_size
         if any(getattr(old, s) != getattr(new, s) for s in _POLICY_SECTIONS):
-            filters = _build_filters(self)
-            await self._start_filters(filters)
-            old_filters, self.filters = self.filters, filters
-            self.authenticator = _build_authenticator(self)
-            self.dispatcher = Dispatcher(self, filters)
-            await self._stop_filters(old_filters)
-        else:
-            self.dispatcher = Dispatcher(self, self.filters)
+            await self._install_filters()
+            if old.telemetry != new.telemetry:
+                await self._start_metrics()
+        else:  # a connector's timeout_s or max_concurrency may have changed
+            self.dispatcher = Dispatcher(self.catalog, self.subscriptions, new.gateway.request_timeout_s,
+                                         self.filters)
         self._announce(changed)
         log.info("config reloaded: started %s, stopped %s, kept %s", sorted(started), to_stop, kept)
         return {"started": sorted(started), "stopped": to_stop, "kept": kept}
@@ -250,34 +305,53 @@ class Gateway:
         await asyncio.gather(*list(self._background), return_exceptions=True)  # retired connectors stop
         await asyncio.gather(*(c.stop() for c in self.connectors.values()), return_exceptions=True)
         await self._stop_filters(self.filters)
+        metrics.STATE.discard(self)
+        if self._metrics_server is not None:
+            await self._metrics_server.cleanup()
+            self._metrics_server = None
+        await asyncio.to_thread(tracing.force_flush)
         if self._rebuild_handle is not None:
             self._rebuild_handle.cancel()
 
-    # -- sessions -----------------------------------------------------------------------------
+    # -- sessions: the SessionFactory of the transports ----------------------------------------
+    @property
+    def accepting(self) -> bool:
+        """False once draining has begun: transports refuse new sessions (503)."""
+        return not self.draining
+
+    def open_session(self, transport: str, send: Send, principal: Principal) -> Session:
+        """A new session served by this gateway; :meth:`add_session` registers it once established."""
+        return Session(self, transport, send, principal)
+
     def add_session(self, session: Session) -> None:
+        """Register a session: broadcasts, metrics and shutdown reach it from now on."""
         self.sessions[session.id] = session
+
+    # -- the SessionHost of every session --------------------------------------------------------
+    @property
+    def identity(self) -> Identity:
+        cfg = self.config.gateway
+        return Identity(cfg.name, cfg.version, cfg.instructions)
+
+    @property
+    def request_timeout_s(self) -> float:
+        return self.config.gateway.request_timeout_s
+
+    def capabilities(self) -> dict[str, Any]:
+        return self.catalog.capabilities()
+
+    async def dispatch(self, session: Session, request_id: str | int, method: str, params: dict[str, Any],
+                       traceparent: str | None = None, local: LocalHandler | None = None) -> dict[str, Any]:
+        return await self.dispatcher.dispatch(session, request_id, method, params, traceparent, local)
 
     async def session_closed(self, session: Session) -> None:
         self.sessions.pop(session.id, None)
-        for uri in list(session.subscriptions):
-            watchers = self._subscribers.get(uri)
-            if watchers is not None:
-                watchers.discard(session)
-                if not watchers:
-                    del self._subscribers[uri]
-                    self._drop_upstream_subscription(uri)
+        self.subscriptions.session_closed(session)
         for connector in list(self.connectors.values()):
             try:
                 await connector.session_closed(session.id)
             except Exception:
                 log.exception("connector %s failed to release session %s", connector.name, session.id)
-
-    def _drop_upstream_subscription(self, public_uri: str) -> None:
-        try:
-            connector, local, _ = self.catalog.resource_owner(public_uri)
-        except Exception:
-            return
-        self.spawn(connector.unsubscribe(local, None))  # type: ignore[arg-type]
 
     def client_roots_changed(self, session: Session) -> None:
         for connector in self.connectors.values():
@@ -285,32 +359,8 @@ class Gateway:
             if hook is not None:
                 hook(session)
 
-    async def subscribe(self, session: Session, public_uri: str, connector: Connector, local: str,
-                        ctx: CallContext) -> None:
-        watchers = self._subscribers.setdefault(public_uri, set())
-        first = not watchers
-        watchers.add(session)
-        if first:
-            try:
-                await connector.subscribe(local, ctx)
-            except BaseException:
-                watchers.discard(session)
-                if not watchers:
-                    self._subscribers.pop(public_uri, None)
-                raise
-
-    async def unsubscribe(self, session: Session, public_uri: str, connector: Connector, local: str,
-                          ctx: CallContext) -> None:
-        watchers = self._subscribers.get(public_uri)
-        if not watchers or session not in watchers:
-            return
-        watchers.discard(session)
-        if not watchers:
-            del self._subscribers[public_uri]
-            await connector.unsubscribe(local, ctx)
-
     # -- events from connectors ---------------------------------------------------------------
-    def spawn(self, coro: Any) -> None:
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -332,11 +382,6 @@ class Gateway:
     def _announce(self, changed: set[str]) -> None:
         for method in sorted({_LIST_CHANGED[k] for k in changed}):
             self.broadcast(method)
-
-    def resource_updated(self, connector_name: str, local_uri: str) -> None:
-        public = self.catalog.public_uri(connector_name, local_uri)
-        for session in list(self._subscribers.get(public, ())):
-            self.spawn(session.notify("notifications/resources/updated", {"uri": public}))
 
     # -- health -------------------------------------------------------------------------------
     def health(self) -> dict[str, Any]:

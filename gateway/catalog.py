@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gateway.protocol.cursors import CursorCodec
-from gateway.protocol.errors import BackendUnavailable, ConfigError, InvalidParams, ResourceNotFound
+from gateway.protocol.errors import (
+    BackendUnavailable,
+    ConfigError,
+    InvalidParams,
+    ProtocolError,
+    ResourceNotFound,
+)
 from gateway.protocol.names import public_name
 
 if TYPE_CHECKING:
@@ -138,8 +144,9 @@ class Catalog:
                 continue
             for spec in connector.tools():
                 self._add(tools, "tool", public_name(prefix, spec.name), connector, spec.name, spec.definition, strict)
-            for spec in connector.prompts():
-                self._add(prompts, "prompt", public_name(prefix, spec.name), connector, spec.name, spec.definition, strict)
+            for prompt in connector.prompts():
+                self._add(prompts, "prompt", public_name(prefix, prompt.name), connector, prompt.name,
+                          prompt.definition, strict)
             resources.extend((connector, spec) for spec in connector.resources())
             templates.extend((connector, spec) for spec in connector.resource_templates())
 
@@ -266,6 +273,22 @@ class Catalog:
             if connector.health().up and connector.owns_uri(uri):
                 return connector, uri, self._template_name(connector, uri) or uri
         raise ResourceNotFound(uri)
+
+    def owner(self, method: str, target: str) -> Connector | None:
+        """The connector a call's public target resolves to now, or None (a listing, an unknown
+        target: the catalog endpoint refuses those later with the right error)."""
+        if not target:
+            return None
+        try:
+            if method == "tools/call":
+                return self.tool(target).connector
+            if method == "prompts/get":
+                return self.prompt(target).connector
+            if method.startswith("resources/"):
+                return self.resource_owner(target)[0]
+        except ProtocolError:
+            return None
+        return None
 
     def _template_name(self, connector: Connector, local_uri: str) -> str | None:
         for tpl in self._snapshots["resourceTemplates"].entries:

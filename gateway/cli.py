@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib
-import importlib.util
 import json
 import logging
 import os
@@ -32,12 +30,10 @@ __all__ = ["main"]
 log = logging.getLogger("gateway.cli")
 
 
-def _configure_logging(config: GatewayConfig | None) -> None:
-    if importlib.util.find_spec("gateway.telemetry.logging") is not None and config is not None:
-        importlib.import_module("gateway.telemetry.logging").configure(config)
-        return
-    level = (config.gateway.log_level if config else "info").upper()
-    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def _configure_logging(config: GatewayConfig) -> None:
+    from gateway.telemetry import logging as gateway_logging
+
+    gateway_logging.configure(config)
 
 
 def _load(path: str) -> GatewayConfig:
@@ -49,10 +45,9 @@ def _load(path: str) -> GatewayConfig:
 
 
 def _setup_tracing(config: GatewayConfig) -> None:
-    if importlib.util.find_spec("gateway.telemetry.tracing") is not None:
-        setup = getattr(importlib.import_module("gateway.telemetry.tracing"), "configure", None)
-        if setup is not None:
-            setup(config)
+    from gateway.telemetry import tracing
+
+    tracing.configure(config.telemetry)
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -115,6 +110,7 @@ async def _serve(args: argparse.Namespace) -> int:
 
 async def _stdio(args: argparse.Namespace) -> int:
     from gateway.app import Gateway
+    from gateway.context import Principal
     from gateway.transports.stdio import serve_stdio
 
     config = _load(args.config)
@@ -127,7 +123,8 @@ async def _stdio(args: argparse.Namespace) -> int:
     gateway = Gateway(config)
     await gateway.start()
     try:
-        await serve_stdio(gateway)
+        await serve_stdio(gateway, Principal(config.auth.stdio_principal, kind="stdio"),
+                          config.gateway.shutdown_grace_s)
     finally:
         await gateway.stop(grace_s=0)
     return 0
@@ -204,10 +201,9 @@ def _run(coro: Any) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["audit"]:
-        if importlib.util.find_spec("gateway.audit.query_cli") is None:
-            print("audit commands are not available in this build", file=sys.stderr)
-            return 2
-        return int(importlib.import_module("gateway.audit.query_cli").main(argv[1:]))
+        from gateway.audit import query_cli
+
+        return query_cli.main(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "validate":
         return _validate(args)

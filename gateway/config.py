@@ -2,8 +2,9 @@
 
 Loading is three steps: YAML is composed into nodes (so every value's line is known), ``${ENV}`` and
 ``${ENV:-default}`` are interpolated inside string values, and pydantic validates the result.
-Each connector entry is validated by the model of its own ``type`` (``Connector.config_model``,
-found through :mod:`connectors.registry`). Every problem is reported as
+Each connector entry is validated by the model of its own ``type`` (found through
+:mod:`connectors.registry`, which imports no driver to do it; the contract ``Model`` and
+``ConnectorConfig`` live in :mod:`connectors.config`). Every problem is reported as
 ``connectors[2].spec (line 14): message``; :class:`ConfigError` carries all of them.
 
 Models are frozen, so ``==`` between two loads tells hot reload which connectors changed.
@@ -13,12 +14,15 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
+from connectors.config import ConnectorConfig, Model
+from connectors.registry import KINDS, config_model
 from gateway.protocol.errors import ConfigError
 
 __all__ = [
@@ -39,14 +43,6 @@ __all__ = [
     "parse_config",
     "interpolate",
 ]
-
-NAME_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"
-
-
-class Model(BaseModel):
-    """Base of every config model: unknown keys are errors, values are immutable."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class HttpConfig(Model):
@@ -77,21 +73,6 @@ class GatewaySection(Model):
     shutdown_grace_s: float = Field(20.0, ge=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
-
-
-class ConnectorConfig(Model):
-    """Fields every connector entry has; each kind's model subclasses this one."""
-
-    name: str = Field(pattern=NAME_PATTERN)
-    type: str
-    # Public names are prefix + local name; None means "{name}_", "" means no prefix.
-    prefix: str | None = None
-    timeout_s: float | None = Field(None, gt=0)
-    max_concurrency: int | None = Field(None, ge=1)
-
-    @property
-    def public_prefix(self) -> str:
-        return f"{self.name}_" if self.prefix is None else self.prefix
 
 
 class ApiKeyConfig(Model):
@@ -232,14 +213,18 @@ def _line_for(path: PathKey, lines: dict[PathKey, int]) -> int | None:
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def interpolate(value: Any, env: dict[str, str] | None = None, path: PathKey = (),
+def interpolate(value: Any, env: Mapping[str, str] | None = None, path: PathKey = (),
                 lines: dict[PathKey, int] | None = None) -> Any:
     """Replace ``${VAR}`` / ``${VAR:-default}`` in every string; ``$${`` escapes a literal ``${``."""
-    env = os.environ if env is None else env
+    variables: Mapping[str, str] = os.environ if env is None else env
+    return _interpolate(value, variables, path, lines)
+
+
+def _interpolate(value: Any, env: Mapping[str, str], path: PathKey, lines: dict[PathKey, int] | None) -> Any:
     if isinstance(value, dict):
-        return {k: interpolate(v, env, path + (k,), lines) for k, v in value.items()}
+        return {k: _interpolate(v, env, path + (k,), lines) for k, v in value.items()}
     if isinstance(value, list):
-        return [interpolate(v, env, path + (i,), lines) for i, v in enumerate(value)]
+        return [_interpolate(v, env, path + (i,), lines) for i, v in enumerate(value)]
     if not isinstance(value, str) or "${" not in value:
         return value
 
@@ -281,8 +266,6 @@ def _raise(errors: list[ConfigError]) -> None:
 
 def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | None = None) -> GatewayConfig:
     """Validate config text. Raises :class:`ConfigError` naming the path and line of each problem."""
-    from connectors.registry import KINDS, connector_class
-
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -315,8 +298,7 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
                                       _format_path(where + ("type",)), _line_for(where + ("type",), lines)))
             continue
         try:
-            model = connector_class(kind).config_model
-            cfg = model.model_validate(entry)
+            cfg = config_model(kind).model_validate(entry)
         except ValidationError as exc:
             errors.extend(_errors_from(exc, where, lines))
             continue

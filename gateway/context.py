@@ -2,19 +2,22 @@
 
 Built once per request by :mod:`gateway.dispatch`; frozen so that no filter can change what
 another filter saw. A filter that needs to narrow something (the listing visibility predicate,
-say) passes a copy made with :func:`dataclasses.replace` to ``call_next``. ``notes`` is the one
-mutable member: inner layers record facts for outer ones there (the connector and backend target
-resolved by the catalog, the backend status), which audit and telemetry read on the way out.
+say) passes a copy made with :func:`dataclasses.replace` to ``call_next``. ``record`` is the one
+mutable member, a :class:`CallRecord`: inner layers record facts for outer ones there (the
+connector and backend target resolved by the catalog, the backend status, the outcome), which
+audit and telemetry read on the way out. A copy made with ``replace`` shares the same record.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["Principal", "ANONYMOUS", "SessionHandle", "CallContext", "Visibility"]
+from gateway.protocol.errors import ProtocolError
+
+__all__ = ["Principal", "ANONYMOUS", "SessionHandle", "CallContext", "CallRecord", "LocalHandler", "Visibility"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,28 @@ class SessionHandle(Protocol):
                       timeout: float | None = None) -> dict[str, Any]: ...
 
 
+@dataclass(slots=True)
+class CallRecord:
+    """What the layers of the chain learn while serving one call, for the layers outside them.
+
+    Written by the catalog endpoint (``connector``, ``backend_target``), by connectors
+    (``backend_target`` when finer, ``backend_status``), by policy filters and the endpoint
+    (``outcome`` when it is not plain success or failure: ``denied``, ``rate_limited``,
+    ``tool_error``), by telemetry (``trace_id``, ``ratelimit_scope``). Read by audit and telemetry.
+    """
+
+    connector: str | None = None
+    backend_target: str | None = None
+    backend_status: int | str | None = None  # HTTP status, SQLSTATE, upstream JSON-RPC code
+    outcome: str | None = None
+    trace_id: str | None = None
+    ratelimit_scope: str | None = None
+
+
+# Serves a session method (initialize, logging/setLevel) at the end of the chain.
+LocalHandler = Callable[["CallContext"], Awaitable[dict[str, Any]]]
+
+
 @dataclass(frozen=True, slots=True)
 class CallContext:
     """One request, as seen by the filter chain and the connector that serves it."""
@@ -74,7 +99,15 @@ class CallContext:
     progress_token: str | int | None = None
     visible: Visibility | None = None  # None: everything is visible
     started: float = field(default_factory=time.perf_counter)
-    notes: dict[str, Any] = field(default_factory=dict)
+    # The caller's own Authorization header (HTTP transports), for connectors configured to
+    # forward it (``forward_caller``). Never logged, traced or audited.
+    caller_authorization: str | None = field(default=None, repr=False)
+    # Set by dispatch: the request was refused before the chain (unknown method, malformed
+    # params); the endpoint raises it, so the refusal is counted, traced and audited like a call.
+    rejection: ProtocolError | None = None
+    # Set by dispatch for session methods: served by the session instead of the catalog.
+    local: LocalHandler | None = None
+    record: CallRecord = field(default_factory=CallRecord)
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline, or None for no deadline."""

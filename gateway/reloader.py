@@ -20,16 +20,13 @@ import hashlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from gateway.config import GatewayConfig, load_config
 from gateway.protocol.errors import ConfigError
 from gateway.telemetry import metrics
 
-if TYPE_CHECKING:
-    from gateway.app import Gateway
-
-__all__ = ["ConfigReloader", "DEFAULT_POLL_S"]
+__all__ = ["ConfigReloader", "Reloadable", "DEFAULT_POLL_S"]
 
 log = logging.getLogger("gateway.reload")
 DEFAULT_POLL_S = 2.0
@@ -42,10 +39,19 @@ def _digest(path: Path) -> str | None:
         return None
 
 
+class Reloadable(Protocol):
+    """What a reload needs of the running gateway (:class:`gateway.app.Gateway` implements it)."""
+
+    @property
+    def config(self) -> GatewayConfig: ...
+
+    async def reload(self, new: GatewayConfig) -> dict[str, list[str]]: ...
+
+
 class ConfigReloader:
     """Reloads ``path`` into ``gateway``; ``adjust`` re-applies command-line overrides (host, port)."""
 
-    def __init__(self, gateway: Gateway, path: str | Path,
+    def __init__(self, gateway: Reloadable, path: str | Path,
                  adjust: Callable[[GatewayConfig], GatewayConfig] | None = None) -> None:
         self.gateway = gateway
         self.path = Path(path)

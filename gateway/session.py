@@ -6,7 +6,10 @@ client, optionally on the stream of a related request) and feeds it decoded mess
 :meth:`Session.handle_request` returns the response to write (or None when the client cancelled the
 request), :meth:`Session.handle_notification` and :meth:`Session.handle_response` return nothing.
 The session answers the lifecycle methods itself (``initialize``, ``ping``, ``logging/setLevel``)
-and hands everything else to the dispatcher.
+and hands everything else to its host. Which requests it may serve when is decided by a pure
+:class:`~gateway.protocol.lifecycle.SessionLifecycle`; what it needs of the running gateway is the
+narrow :class:`SessionHost` protocol (dispatch, capabilities, identity, session end, roots change),
+which :class:`gateway.app.Gateway` implements.
 
 Cancellation: the task serving a request is registered while it runs; ``notifications/cancelled``
 cancels it, and the request produces no response, as the specification asks.
@@ -20,9 +23,9 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from gateway.context import ANONYMOUS, CallContext, Principal
+from gateway.context import ANONYMOUS, CallContext, LocalHandler, Principal
 from gateway.protocol import jsonrpc
 from gateway.protocol.errors import (
     InternalError,
@@ -32,12 +35,10 @@ from gateway.protocol.errors import (
     ProtocolError,
     RequestTimeout,
 )
+from gateway.protocol.lifecycle import SessionLifecycle, SessionState
 from gateway.protocol.versions import negotiate
 
-if TYPE_CHECKING:
-    from gateway.app import Gateway
-
-__all__ = ["Session", "Send", "LOG_LEVELS"]
+__all__ = ["Session", "SessionHost", "ServerIdentity", "Send", "LOG_LEVELS"]
 
 log = logging.getLogger("gateway.session")
 
@@ -50,29 +51,66 @@ _CLIENT_CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create"
                       "roots/list": "roots"}
 
 
+class ServerIdentity(Protocol):
+    """What ``initialize`` tells a client about the server."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def instructions(self) -> str | None: ...
+
+
+class SessionHost(Protocol):
+    """What a session needs of the running gateway (read per request: a reload replaces parts)."""
+
+    @property
+    def identity(self) -> ServerIdentity: ...
+
+    @property
+    def request_timeout_s(self) -> float: ...
+
+    def capabilities(self) -> dict[str, Any]: ...
+
+    async def dispatch(self, session: Session, request_id: str | int, method: str, params: dict[str, Any],
+                       traceparent: str | None = None, local: LocalHandler | None = None) -> dict[str, Any]:
+        """Run a request through the filter chain (to the catalog, or to ``local``)."""
+
+    async def session_closed(self, session: Session) -> None: ...
+
+    def client_roots_changed(self, session: Session) -> None: ...
+
+
 class Session:
     """State of one client connection (stdio process, SSE stream or Streamable HTTP session)."""
 
-    def __init__(self, gateway: Gateway, transport: str, send: Send, principal: Principal = ANONYMOUS) -> None:
-        self.gateway = gateway
+    def __init__(self, host: SessionHost, transport: str, send: Send, principal: Principal = ANONYMOUS) -> None:
+        self.host = host
         self.id = secrets.token_urlsafe(24)
         self.transport = transport
         self.principal = principal
         self._send = send
-        self.state = "new"  # new → ready (after initialize) → closed
+        self.lifecycle = SessionLifecycle()
         self.protocol_version = ""
         self.client_info: dict[str, Any] = {}
         self.client_capabilities: dict[str, Any] = {}
         self.log_level = "info"
-        self.subscriptions: set[str] = set()
         self.last_active = time.monotonic()
         # The caller's own Authorization header (HTTP transports); connectors that forward caller
-        # credentials read it from ctx.notes["caller_authorization"]. Never logged or audited.
+        # credentials read it from ctx.caller_authorization. Never logged or audited.
         self.caller_authorization: str | None = None
         self._inflight: dict[str | int, asyncio.Task[Any]] = {}
         self._cancelled: set[str | int] = set()
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
+
+    @property
+    def state(self) -> SessionState:
+        """new → ready (after initialize) → closed."""
+        return self.lifecycle.state
 
     # -- incoming -----------------------------------------------------------------------------
     async def handle_request(self, message: dict[str, Any], traceparent: str | None = None) -> dict[str, Any] | None:
@@ -104,21 +142,15 @@ class Session:
             self._cancelled.discard(rid)
 
     async def _serve(self, rid: str | int, method: str, params: dict[str, Any], traceparent: str | None) -> dict[str, Any]:
+        if method == "initialize":
+            # Travels the chain even when refused, so a second initialize is audited.
+            return await self.host.dispatch(self, rid, method, params, traceparent, local=self._initialize)
+        self.lifecycle.admit(method).check()
         if method == "ping":  # liveness only: not worth an audit event or a span
             return {}
-        dispatch = self.gateway.dispatcher.dispatch
-        if method == "initialize":
-            return await dispatch(self, rid, method, params, traceparent, local=self._initialize)
-        if self.state == "new":
-            raise InvalidRequest(f"Session not initialized: send initialize before {method}")
         if method == "logging/setLevel":
-            return await dispatch(self, rid, method, params, traceparent, local=self._set_level)
-        result = await self.gateway.dispatcher.dispatch(self, rid, method, params, traceparent)
-        if method == "resources/subscribe":
-            self.subscriptions.add(params["uri"])
-        elif method == "resources/unsubscribe":
-            self.subscriptions.discard(params["uri"])
-        return result
+            return await self.host.dispatch(self, rid, method, params, traceparent, local=self._set_level)
+        return await self.host.dispatch(self, rid, method, params, traceparent)
 
     async def _set_level(self, ctx: CallContext) -> dict[str, Any]:
         level = ctx.params.get("level")
@@ -129,8 +161,7 @@ class Session:
 
     async def _initialize(self, ctx: CallContext) -> dict[str, Any]:
         params = ctx.params
-        if self.state != "new":
-            raise InvalidRequest("Session already initialized")
+        self.lifecycle.admit("initialize").check()
         if not isinstance(params.get("protocolVersion"), str):
             raise InvalidParams("initialize: protocolVersion (string) is required")
         caps = params.get("capabilities", {})
@@ -139,15 +170,15 @@ class Session:
         self.client_info = info if isinstance(info, dict) else {}
         self.protocol_version = negotiate(params.get("protocolVersion"))
         # Ready from here on: clients may legitimately pipeline requests before `initialized`.
-        self.state = "ready"
-        cfg = self.gateway.config.gateway
+        self.lifecycle.initialized()
+        identity = self.host.identity
         result: dict[str, Any] = {
             "protocolVersion": self.protocol_version,
-            "capabilities": self.gateway.catalog.capabilities(),
-            "serverInfo": {"name": cfg.name, "version": cfg.version},
+            "capabilities": self.host.capabilities(),
+            "serverInfo": {"name": identity.name, "version": identity.version},
         }
-        if cfg.instructions:
-            result["instructions"] = cfg.instructions
+        if identity.instructions:
+            result["instructions"] = identity.instructions
         return result
 
     async def handle_notification(self, message: dict[str, Any]) -> None:
@@ -161,7 +192,7 @@ class Session:
                 self._cancelled.add(rid)
                 task.cancel()
         elif method == "notifications/roots/list_changed":
-            self.gateway.client_roots_changed(self)
+            self.host.client_roots_changed(self)
         # notifications/initialized, progress from the client and unknown notifications: nothing to do.
 
     def handle_response(self, message: dict[str, Any]) -> None:
@@ -180,7 +211,7 @@ class Session:
     # -- outgoing -----------------------------------------------------------------------------
     async def notify(self, method: str, params: dict[str, Any] | None = None,
                      related_request_id: str | int | None = None) -> None:
-        if self.state == "closed":
+        if not self.lifecycle.can_notify:
             return
         if method == "notifications/message" and params is not None:
             if _LEVEL_RANK.get(str(params.get("level")), 0) < _LEVEL_RANK[self.log_level]:
@@ -196,14 +227,14 @@ class Session:
         needed = _CLIENT_CAPABILITY.get(method)
         if needed is not None and needed not in self.client_capabilities:
             raise MethodNotFound(f"The client did not declare the {needed} capability")
-        if self.state == "closed":
+        if self.lifecycle.state is SessionState.CLOSED:
             raise InternalError("The client session is closed")
         rid = f"gw-{next(self._ids)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
         try:
             await self._send(jsonrpc.request(rid, method, params), related_request_id)
-            async with asyncio.timeout(timeout or self.gateway.config.gateway.request_timeout_s):
+            async with asyncio.timeout(timeout or self.host.request_timeout_s):
                 return await future
         except TimeoutError:
             await self.notify("notifications/cancelled", {"requestId": rid, "reason": "timeout"})
@@ -222,10 +253,9 @@ class Session:
         return [t for t in self._inflight.values() if t is not asyncio.current_task()]
 
     async def close(self) -> None:
-        """Cancel what is still running and tell the gateway; idempotent."""
-        if self.state == "closed":
+        """Cancel what is still running and tell the host; idempotent."""
+        if not self.lifecycle.close():
             return
-        self.state = "closed"
         for task in list(self._inflight.values()):
             if task is not asyncio.current_task():
                 task.cancel()
@@ -233,4 +263,4 @@ class Session:
             if not future.done():
                 future.set_exception(InternalError("The client session closed"))
         self._pending.clear()
-        await self.gateway.session_closed(self)
+        await self.host.session_closed(self)

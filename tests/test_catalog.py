@@ -17,8 +17,9 @@ from connectors.base import (
     ResourceTemplateSpec,
     ToolSpec,
 )
+from connectors.config import ConnectorConfig
+from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
 from gateway.catalog import Catalog, template_matches
-from gateway.config import ConnectorConfig
 from gateway.context import CallContext
 from gateway.protocol.cursors import CursorCodec
 from gateway.protocol.errors import BackendUnavailable, ConfigError, InvalidParams, ResourceNotFound
@@ -26,7 +27,6 @@ from gateway.protocol.errors import BackendUnavailable, ConfigError, InvalidPara
 
 class Fake(Connector):
     kind = "fake"
-    config_model = ConnectorConfig
 
     def __init__(self, name: str, tools: Sequence[str] = (), prompts: Sequence[str] = (),
                  resources: Sequence[str] = (), templates: Sequence[str] = (), owns: str | None = None) -> None:
@@ -38,8 +38,8 @@ class Fake(Connector):
         self.owns = owns
         self.up = True
 
-    async def start(self, events: ConnectorEvents) -> None:
-        self.events = events
+    async def start(self, events: ConnectorEvents, instrumentation: Instrumentation = NO_INSTRUMENTATION) -> None:
+        self.attach(events, instrumentation)
 
     def health(self) -> Health:
         return Health(self.up)

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from gateway.config import ConnectorConfig
+from connectors.config import ConnectorConfig
 
 __all__ = ["MCPConfig"]
 

@@ -28,22 +28,20 @@ import itertools
 import logging
 import random
 from collections.abc import Callable, Coroutine
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
 from connectors.base import (
+    Components,
     Connector,
     ConnectorEvents,
     Health,
-    PromptSpec,
-    ResourceSpec,
-    ResourceTemplateSpec,
-    ToolSpec,
 )
+from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
 from gateway.protocol.errors import BackendUnavailable, InvalidRequest, MethodNotFound, ProtocolError
-from gateway.telemetry import tracing
 
 from . import mapping
 from .client import UpstreamSession
@@ -68,7 +66,6 @@ _SHARED_CLIENT_CAPS: dict[str, Any] = {"sampling": {}, "elicitation": {"form": {
 
 class MCPConnector(Connector):
     kind = "mcp"
-    config_model = MCPConfig
     config: MCPConfig
 
     def __init__(self, config: MCPConfig, base_dir: Path = Path(".")) -> None:
@@ -78,11 +75,7 @@ class MCPConnector(Connector):
         self._clients: dict[str, UpstreamSession] = {}
         self._client_locks: dict[str, asyncio.Lock] = {}
         self._bindings: dict[UpstreamSession, SessionHandle] = {}
-        self._tools: tuple[ToolSpec, ...] = ()
-        self._resources: tuple[ResourceSpec, ...] = ()
-        self._templates: tuple[ResourceTemplateSpec, ...] = ()
         self._template_res: tuple[Any, ...] = ()
-        self._prompts: tuple[PromptSpec, ...] = ()
         self._caps: set[str] | None = None
         self._progress: dict[str, Relay] = {}
         self._tokens = itertools.count(1)
@@ -100,8 +93,8 @@ class MCPConnector(Connector):
         self._timeout = config.timeout_s
 
     # -- lifecycle -----------------------------------------------------------------------------
-    async def start(self, events: ConnectorEvents) -> None:
-        self.events = events
+    async def start(self, events: ConnectorEvents, instrumentation: Instrumentation = NO_INSTRUMENTATION) -> None:
+        self.attach(events, instrumentation)
         self._stopping = False
         if self.config.transport == "sse":
             # One HTTP client per connector, shared by every upstream session of it (its cookie jar
@@ -195,6 +188,9 @@ class MCPConnector(Connector):
         try:
             listings = await fetch_listings(session, ALL_LISTINGS, self._timeout or 30.0, self.config.max_pages)
         except BaseException as exc:
+            # Clean-up, then control flow: an upstream that initialized but cannot list its
+            # components is not usable, which the reconnect loop handles as "unavailable".
+            # (Transport and timeout failures were translated by UpstreamSession, the edge.)
             await session.close()
             if isinstance(exc, ProtocolError):
                 raise BackendUnavailable(f"upstream {self.name} failed to list its components: {exc}") from None
@@ -213,18 +209,22 @@ class MCPConnector(Connector):
             self.events.components_changed()
 
     def _apply(self, listings: dict[str, list[Any]]) -> None:
+        parts: dict[str, Any] = {}
         if "tools" in listings:
-            self._tools = mapping.tool_specs(listings["tools"])
+            parts["tools"] = mapping.tool_specs(listings["tools"])
         if "resources" in listings:
-            self._resources = mapping.resource_specs(listings["resources"])
+            parts["resources"] = mapping.resource_specs(listings["resources"])
         if "templates" in listings:
-            self._templates = mapping.template_specs(listings["templates"])
-            self._template_res = tuple(mapping.template_regex(t.uri_template) for t in self._templates)
+            templates = mapping.template_specs(listings["templates"])
+            parts["resource_templates"] = templates
+            self._template_res = tuple(mapping.template_regex(t.uri_template) for t in templates)
         if "prompts" in listings:
-            self._prompts = mapping.prompt_specs(listings["prompts"])
+            parts["prompts"] = mapping.prompt_specs(listings["prompts"])
+        self.components = replace(self.components, **parts)
 
     def _clear(self) -> None:
-        self._tools, self._resources, self._templates, self._template_res, self._prompts = (), (), (), (), ()
+        self.components = Components()
+        self._template_res = ()
 
     # -- SessionHandler: what the upstream initiates -------------------------------------------
     def on_lost(self, session: UpstreamSession, reason: str) -> None:
@@ -338,7 +338,7 @@ class MCPConnector(Connector):
             which, self._refresh_pending = self._refresh_pending, set()
             try:
                 listings = await fetch_listings(session, which, self._timeout or 30.0, self.config.max_pages)
-            except ProtocolError as exc:
+            except ProtocolError as exc:  # control flow: keep the listings we have, say why
                 log.warning("upstream %s: re-listing after list_changed failed: %s", self.name, exc)
                 return
             if session is not self._shared:
@@ -363,18 +363,6 @@ class MCPConnector(Connector):
                     session.lose(f"health ping failed: {exc.message}")
 
     # -- components ----------------------------------------------------------------------------
-    def tools(self) -> tuple[ToolSpec, ...]:
-        return self._tools
-
-    def resources(self) -> tuple[ResourceSpec, ...]:
-        return self._resources
-
-    def resource_templates(self) -> tuple[ResourceTemplateSpec, ...]:
-        return self._templates
-
-    def prompts(self) -> tuple[PromptSpec, ...]:
-        return self._prompts
-
     def owns_uri(self, uri: str) -> bool:
         return any(rx.match(uri) for rx in self._template_res)
 
@@ -407,7 +395,7 @@ class MCPConnector(Connector):
 
     async def _forward(self, method: str, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         # A CLIENT span per upstream request; its context travels in params._meta.traceparent.
-        with tracing.upstream_mcp_call(self.name, method, params):
+        with self.instrumentation.backend_call(*_span_of(method, params, self.instrumentation.recording)):
             return await self._forward_traced(method, params, ctx)
 
     async def _forward_traced(self, method: str, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -416,7 +404,7 @@ class MCPConnector(Connector):
         if ctx.progress_token is not None:
             token = f"{self.name}-{next(self._tokens)}"
             self._progress[token] = relay
-        traceparent = tracing.meta_traceparent()  # this request's span (or the caller's context)
+        traceparent = self.instrumentation.traceparent()  # this request's span (or the caller's context)
         meta = mapping.outgoing_meta(ctx.params.get("_meta"), token, traceparent or ctx.traceparent)
         if meta is not None:
             if traceparent:
@@ -505,3 +493,20 @@ class MCPConnector(Connector):
         if session is not None:
             self._bindings.pop(session, None)
             await session.close()
+
+
+def _span_of(method: str, params: dict[str, Any], recording: bool) -> tuple[str, dict[str, Any] | None]:
+    """Name and attributes of the CLIENT span of an upstream request, as the MCP semantic
+    conventions ask (``tools/call {tool}``, ``mcp.method.name``, ``gen_ai.tool.name`` ...)."""
+    if not recording:
+        return method, None
+    name = params.get("name") if method in ("tools/call", "prompts/get") else None
+    attrs: dict[str, Any] = {"mcp.method.name": method}
+    if method == "tools/call":
+        attrs["gen_ai.tool.name"] = name
+        attrs["gen_ai.operation.name"] = "execute_tool"
+    elif method == "prompts/get":
+        attrs["gen_ai.prompt.name"] = name
+    elif isinstance(params.get("uri"), str):
+        attrs["mcp.resource.uri"] = params["uri"]
+    return (f"{method} {name}" if isinstance(name, str) else method), attrs

@@ -155,5 +155,6 @@ class Authenticator:
                 raise ToolExecutionError(f"OAuth2 token request failed with HTTP {status}", status=status)
             self.token_fetches += 1
             expires = float(body.get("expires_in") or 3600)
-            self._tokens[key] = (body["access_token"], time.monotonic() + expires)
-            return body["access_token"]
+            token: str = body["access_token"]
+            self._tokens[key] = (token, time.monotonic() + expires)
+            return token

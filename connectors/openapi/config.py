@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 
-from gateway.config import ConnectorConfig, Model
+from connectors.config import ConnectorConfig, Model
 
 __all__ = [
     "OpenAPIConfig",

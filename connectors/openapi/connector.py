@@ -10,6 +10,13 @@ A call: arguments → :func:`request.build_request` → openapi-core validation 
 fails; the error names the argument) → credentials → HTTP with timeout, size limit and retries for
 idempotent methods only → a ``CallToolResult`` (text, plus ``structuredContent`` for JSON). Non-2xx
 raises ``ToolExecutionError(status=...)`` with the status and an excerpt of the body.
+
+Exceptions. What the libraries under this connector raise (aiohttp's errors and timeouts, the spec
+core's :class:`~refs.PointerError` and :class:`~request.ArgumentError`) becomes the gateway's
+exceptions in one place, the edge section below: :func:`_spec_edge` around every spec fetch and
+mapping (→ :class:`loader.SpecError`), :func:`_call_edge` around every call (→
+:class:`ToolExecutionError`). The only other ``except`` clauses are control flow: the retry of an
+idempotent request, the refresh loop, clean-up when ``start`` fails.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import logging
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,9 +35,16 @@ from urllib.parse import parse_qsl, unquote
 import aiohttp
 from yarl import URL
 
-from connectors.base import Connector, ConnectorEvents, Health, ResourceTemplateSpec, ToolSpec
-from gateway.protocol.errors import BackendUnavailable, InvalidParams, ResourceNotFound, ToolExecutionError
-from gateway.telemetry import tracing
+from connectors.base import Components, Connector, ConnectorEvents, Health, ResourceTemplateSpec, ToolSpec
+from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
+from gateway.protocol.errors import (
+    BackendUnavailable,
+    ExceptionMap,
+    InvalidParams,
+    ResourceNotFound,
+    ToolExecutionError,
+    map_exceptions,
+)
 
 from . import loader
 from .auth import Authenticator
@@ -43,6 +58,8 @@ if TYPE_CHECKING:
     from gateway.context import CallContext
 
 __all__ = ["OpenAPIConnector"]
+
+log = logging.getLogger(__name__)
 
 _RETRY_STATUS = frozenset({502, 503, 504})
 _EXCERPT = 2000
@@ -88,9 +105,46 @@ def _group(name: str) -> str:
     return "g_" + re.sub(r"\W", "_", name) + "_" + hashlib.sha1(name.encode()).hexdigest()[:6]
 
 
+# -- the exception edge -------------------------------------------------------------------------
+# The one place where third-party exceptions become the gateway's. Two surfaces, one mapping each;
+# every other exception passes through (GatewayErrors already raised inside the blocks included:
+# a non-200 spec fetch, an HTTP error status, an OAuth2 failure from auth.py).
+
+
+def _spec_edge(where: str) -> ExceptionMap:
+    """Loading a spec: fetching ``where`` (a URL) or mapping the document read from ``where``.
+    Raises :class:`loader.SpecError`, which fails ``start`` (a refresh logs it and keeps the old
+    mapping)."""
+
+    def failed(exc: Exception) -> loader.SpecError:
+        if isinstance(exc, PointerError):
+            return loader.SpecError(f"unresolvable $ref {exc.ref!r}", f"{where}{exc.where}")
+        return loader.SpecError(f"cannot fetch the spec: {type(exc).__name__}: {exc}", where)
+
+    return map_exceptions({PointerError: failed, aiohttp.ClientError: failed, TimeoutError: failed})
+
+
+def _call_edge(op: Operation) -> ExceptionMap:
+    """Calling ``op``: serialising the arguments, then the HTTP exchange. Raises
+    :class:`ToolExecutionError` (``isError``: the model reads what went wrong) whose ``status``
+    tells audit and metrics what happened: ``invalid_arguments``, ``unreachable`` or ``error``.
+    Messages name only the exception type, never the URL or the backend's text."""
+
+    def failed(exc: Exception) -> ToolExecutionError:
+        if isinstance(exc, ArgumentError):
+            return ToolExecutionError(f"Invalid arguments for {op.name}: {exc}", status="invalid_arguments")
+        if isinstance(exc, TimeoutError):  # aiohttp's socket/connect timeouts are TimeoutErrors too
+            return ToolExecutionError(f"{op.method} {op.path}: the request timed out", status="unreachable")
+        if isinstance(exc, aiohttp.ClientConnectionError):
+            return ToolExecutionError(f"{op.method} {op.path}: the request failed ({type(exc).__name__})",
+                                      status="unreachable")
+        return ToolExecutionError(f"{op.method} {op.path}: {type(exc).__name__}", status="error")
+
+    return map_exceptions({ArgumentError: failed, aiohttp.ClientError: failed, TimeoutError: failed})
+
+
 class OpenAPIConnector(Connector):
     kind = "openapi"
-    config_model = OpenAPIConfig
     config: OpenAPIConfig
 
     def __init__(self, config: OpenAPIConfig, base_dir: Path = Path(".")) -> None:
@@ -108,8 +162,8 @@ class OpenAPIConnector(Connector):
         return p if p.is_absolute() else self.base_dir / p
 
     # -- lifecycle ---------------------------------------------------------------------------
-    async def start(self, events: ConnectorEvents) -> None:
-        self.events = events
+    async def start(self, events: ConnectorEvents, instrumentation: Instrumentation = NO_INSTRUMENTATION) -> None:
+        self.attach(events, instrumentation)
         if self._http is None:
             self._http = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=self.config.request_timeout_s),
@@ -118,6 +172,7 @@ class OpenAPIConnector(Connector):
             )
         try:
             self._state = None
+            self.components = Components()
             await self.load()
             assert self._state is not None
         except BaseException:
@@ -148,15 +203,16 @@ class OpenAPIConnector(Connector):
         return caps
 
     # -- loading -----------------------------------------------------------------------------
-    async def _fetch_url(self, url: str, conditional: bool = False) -> bytes | None:
+    async def _get(self, url: str, conditional: bool) -> bytes | None:
+        """The document at ``url``; None when ``conditional`` and the server says 304."""
         assert self._http is not None
         headers = {"Accept": "application/json, application/yaml;q=0.9, */*;q=0.5"}
         if conditional and self._etag:
             headers["If-None-Match"] = self._etag
-        try:
+        with _spec_edge(url):
             async with self._http.get(url, headers=headers,
                                       timeout=aiohttp.ClientTimeout(total=self.config.spec_timeout_s)) as resp:
-                if resp.status == 304:
+                if resp.status == 304 and conditional:
                     return None
                 if resp.status != 200:
                     raise loader.SpecError(f"fetching the spec returned HTTP {resp.status}", url)
@@ -166,19 +222,21 @@ class OpenAPIConnector(Connector):
                 if url == self._source:
                     self._etag = resp.headers.get("ETag")
                 return data
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise loader.SpecError(f"cannot fetch the spec: {type(exc).__name__}: {exc}", url) from None
+
+    async def _fetch_url(self, url: str) -> bytes:
+        """The loader's :data:`loader.Fetch`: the spec or a ``$ref`` target at ``url``."""
+        data = await self._get(url, conditional=False)
+        assert data is not None  # None only answers a conditional request
+        return data
 
     async def _fetch_spec(self, conditional: bool) -> bytes | None:
         if loader.is_url(self._source):
-            return await self._fetch_url(self._source, conditional)
+            return await self._get(self._source, conditional)
         return await loader.read_source(self._source, self._fetch_url)
 
     def _build_doc(self, doc: dict[str, Any], version: str) -> _State:
-        try:
+        with _spec_edge(self._source):
             mapped = map_spec(doc, version, self.config, self._source)
-        except PointerError as exc:
-            raise loader.SpecError(f"unresolvable $ref {exc.ref!r}", f"{self._source}{exc.where}") from None
         return _State(doc, mapped, self.name, self.config)
 
     async def load(self) -> None:
@@ -194,6 +252,7 @@ class OpenAPIConnector(Connector):
         doc = await loader.bundle(doc, raw, self._source, self._fetch_url)
         old = self._state
         self._state = self._build_doc(doc, version)
+        self.components = Components(tools=self._state.tool_specs, resource_templates=self._state.template_specs)
         if old is not None and self.events is not None and _listing(old) != _listing(self._state):
             self.events.components_changed()
 
@@ -201,19 +260,16 @@ class OpenAPIConnector(Connector):
         assert self.config.refresh_s
         while True:
             await asyncio.sleep(self.config.refresh_s)
+            # Control flow: a refresh that fails keeps the old mapping, and the loop never dies.
             try:
                 await self.load()
-            except loader.SpecError as exc:
+            except loader.SpecError as exc:  # what the edge made of the failure: tell the clients
                 if self.events is not None:
                     self.events.log("warning", {"connector": self.name, "error": str(exc)}, "openapi")
+            except Exception:  # not from the edge, so a bug: log it, keep refreshing
+                log.exception("openapi connector %s: refreshing the spec failed unexpectedly", self.name)
 
     # -- components --------------------------------------------------------------------------
-    def tools(self) -> tuple[ToolSpec, ...]:
-        return self._state.tool_specs if self._state else ()
-
-    def resource_templates(self) -> tuple[ResourceTemplateSpec, ...]:
-        return self._state.template_specs if self._state else ()
-
     def owns_uri(self, uri: str) -> bool:
         return self._match_uri(uri) is not None
 
@@ -260,11 +316,10 @@ class OpenAPIConnector(Connector):
         return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": item.get("text", "")}]}
 
     async def _call(self, state: _State, op: Operation, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-        ctx.notes["backend_target"] = f"{op.method} {op.path}"
-        try:
+        ctx.record.backend_target = f"{op.method} {op.path}"
+        edge = _call_edge(op)  # entered twice: around serialising, and inside the span around HTTP
+        with edge:
             req = build_request(op, arguments)
-        except ArgumentError as exc:
-            raise ToolExecutionError(f"Invalid arguments for {op.name}: {exc}", status="invalid_arguments") from None
         if self.config.validate_requests:
             errors = state.validator.errors(req, server_url(op.servers, self.config.server_variables)
                                             if op.servers else None)
@@ -278,18 +333,20 @@ class OpenAPIConnector(Connector):
         requirements = op.security if op.security is not None else state.mapped.security
         await state.auth.apply(req, requirements, self._http, op.wants_authorization)
         if self.config.auth.forward_caller:
-            token = ctx.notes.get("caller_authorization") or getattr(ctx.session, "authorization", None)
+            token = ctx.caller_authorization
             if token:
                 req.headers["Authorization"] = token
         # A CLIENT span for the backend call (retries included); the backend gets its traceparent.
-        with tracing.backend_call(self.name, "openapi", f"{op.method} {op.path}",
-                                  {"http.request.method": op.method, "http.route": op.path}) as call:
-            tracing.inject(req.headers)
+        instrumentation = self.instrumentation
+        with instrumentation.backend_call(f"{op.method} {op.path}",
+                                          {"http.request.method": op.method, "http.route": op.path}) as call:
+            instrumentation.inject(req.headers)
             try:
-                return await self._send(state, op, req, ctx)
+                with edge:  # inside the span, so the span records the translated error, as before
+                    return await self._send(state, op, req, ctx)
             finally:
-                if isinstance(ctx.notes.get("backend_status"), int):
-                    call.status(ctx.notes["backend_status"])
+                if isinstance(ctx.record.backend_status, int):
+                    call.status(ctx.record.backend_status)
 
     async def _send(self, state: _State, op: Operation, req: PreparedRequest, ctx: CallContext) -> dict[str, Any]:
         assert self._http is not None
@@ -314,20 +371,20 @@ class OpenAPIConnector(Connector):
                         await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
                         continue
                     data = await _read_limited(resp, self.config.max_response_bytes)
-                    ctx.notes["backend_status"] = resp.status
+                    ctx.record.backend_status = resp.status
                     if data is None:
                         raise ToolExecutionError(
                             f"{op.method} {op.path}: the response exceeded {self.config.max_response_bytes} bytes",
                             status=resp.status)
                     return _result(op, resp.status, resp.reason or "", resp.content_type, data)
-            except (aiohttp.ClientConnectionError, TimeoutError) as exc:
+            except aiohttp.ClientConnectionError as exc:
+                # Control flow, not translation: a refused or reset connection is tried again
+                # (idempotent methods only); a timeout is not, it has used the call's time. What
+                # is not retried leaves for the call's edge (_call_edge), which translates it.
                 if attempt + 1 < attempts and not isinstance(exc, TimeoutError):
                     await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
                     continue
-                what = "timed out" if isinstance(exc, TimeoutError) else f"failed ({type(exc).__name__})"
-                raise ToolExecutionError(f"{op.method} {op.path}: the request {what}", status="unreachable") from None
-            except aiohttp.ClientError as exc:
-                raise ToolExecutionError(f"{op.method} {op.path}: {type(exc).__name__}", status="error") from None
+                raise
         raise ToolExecutionError(f"{op.method} {op.path}: no response", status="unreachable")
 
 

@@ -321,7 +321,9 @@ def _output_schema(conv: SchemaConverter, op: dict[str, Any], where: str) -> dic
             continue
         resp = conv.deref(responses[code], where)
         content = resp.get("content") if isinstance(resp, dict) else None
-        media = pick_media_type(content or {})
+        if not isinstance(content, dict):
+            return None
+        media = pick_media_type(content)
         if media is None or not _JSON_MEDIA.match(media):
             return None
         raw = (content[media] or {}).get("schema")
@@ -345,7 +347,7 @@ def _one(conv: SchemaConverter, cfg: OpenAPIConfig, path: str, method: str, item
     b = _Builder()
     params = _merged_params(conv, item, op, where)
     order = {"path": 0, "query": 1, "header": 2, "cookie": 3}
-    params.sort(key=lambda p: order.get(p.get("in"), 9))
+    params.sort(key=lambda p: order.get(str(p.get("in")), 9))
     _param_args(conv, b, params, where)
     body_media, body_required = _body_args(conv, b, op, where)
     schema: dict[str, Any] = {"type": "object", "properties": b.props}

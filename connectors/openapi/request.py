@@ -59,7 +59,7 @@ def server_url(servers: Any, variables: dict[str, str] | None = None) -> str:
     for server in servers or ():
         if not isinstance(server, dict) or not isinstance(server.get("url"), str):
             continue
-        url = server["url"]
+        url: str = server["url"]
         for name, spec in (server.get("variables") or {}).items():
             value = variables.get(name, (spec or {}).get("default", ""))
             url = url.replace("{" + name + "}", str(value))

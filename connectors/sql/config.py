@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 from sqlalchemy.engine import make_url
 
-from gateway.config import ConnectorConfig, Model
+from connectors.config import ConnectorConfig, Model
 
 from .statements import StatementError, check_single_statement, named_placeholders
 

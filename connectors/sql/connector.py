@@ -11,6 +11,14 @@ monitor; the first successful probe or call brings it back up, without a restart
 
 Secrets. The URL's password is only given to the driver; every message that leaves this module
 (tool errors, health details, logs) passes through the :class:`Redactor`.
+
+Exceptions. Whatever the drivers raise (SQLAlchemy, asyncpg, aiosqlite, sqlite3, sockets) is
+classified in one place, :meth:`SQLConnector._failure` (:func:`errors.classify`, redaction, health),
+and becomes a gateway exception at one edge, :meth:`SQLConnector._edge`, entered around every
+statement a call runs: a :class:`ToolExecutionError` for a tool (the model reads what went wrong),
+``BackendUnavailable``/``InvalidParams``/``InternalError`` for a resource read. The ``except``
+clauses left are control flow that calls ``_failure`` directly: ``start`` (a database that is down
+is not a failed start), the monitor (must never die) and completion (best effort).
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -26,6 +36,7 @@ from urllib.parse import unquote
 from sqlalchemy.engine import make_url
 
 from connectors.base import (
+    Components,
     Connector,
     ConnectorEvents,
     Health,
@@ -34,25 +45,30 @@ from connectors.base import (
     ResourceTemplateSpec,
     ToolSpec,
 )
+from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
 from gateway.protocol.cursors import CursorCodec
 from gateway.protocol.errors import (
     BackendUnavailable,
+    ExceptionMap,
+    GatewayError,
     InternalError,
     InvalidParams,
     ResourceNotFound,
     ToolExecutionError,
+    map_exceptions,
 )
 from gateway.protocol.names import public_name
-from gateway.telemetry.sql import traced_sql
 
 from . import mapping
 from . import schema as sch
+from .backends import make_backend
 from .config import NamedQuery, SQLConfig
-from .engine import Backend, Page, make_backend
+from .engine import Backend, Page
 from .errors import Failure, Redactor, classify
 from .paging import PageCursor, decode_cursor, encode_cursor
 from .statements import StatementError, bind_named, check_single_statement
 from .texttable import json_row, json_value, render_table
+from .traced import traced_sql
 
 if TYPE_CHECKING:
     from gateway.context import CallContext
@@ -67,7 +83,6 @@ _BACKOFF_MAX_S = 5.0
 
 class SQLConnector(Connector):
     kind = "sql"
-    config_model = SQLConfig
     config: SQLConfig
 
     def __init__(self, config: SQLConfig, base_dir: Path = Path(".")) -> None:
@@ -91,32 +106,33 @@ class SQLConnector(Connector):
         self._warned_superuser = False
         tools = mapping.builtin_tools(config, self.dialect)
         tools += [mapping.named_query_tool(q, config) for q in config.queries]
-        self._tool_specs = tuple(ToolSpec(t["name"], t) for t in tools)
-        self._prompt_specs = tuple(PromptSpec(p["name"], p) for p in mapping.prompt_definitions())
         self._template_uri = sch.row_uri_template(self.name)
-        self._template_specs = (ResourceTemplateSpec(self._template_uri, "row", {
-            "uriTemplate": self._template_uri, "name": "row", "title": "Row by primary key",
-            "description": "One row as JSON. key is the primary key value; composite keys are "
-                           "comma-separated in key order (percent-encode commas inside values).",
-            "mimeType": "application/json"}),)
-        self._resource_specs: tuple[ResourceSpec, ...] = ()
+        self.components = Components(
+            tools=tuple(ToolSpec(t["name"], t) for t in tools),
+            prompts=tuple(PromptSpec(p["name"], p) for p in mapping.prompt_definitions()),
+            resource_templates=(ResourceTemplateSpec(self._template_uri, "row", {
+                "uriTemplate": self._template_uri, "name": "row", "title": "Row by primary key",
+                "description": "One row as JSON. key is the primary key value; composite keys are "
+                               "comma-separated in key order (percent-encode commas inside values).",
+                "mimeType": "application/json"}),))
 
     # -- lifecycle ---------------------------------------------------------------------------
-    async def start(self, events: ConnectorEvents) -> None:
-        self.events = events
+    async def start(self, events: ConnectorEvents, instrumentation: Instrumentation = NO_INSTRUMENTATION) -> None:
+        self.attach(events, instrumentation)
         # Every statement becomes a CLIENT span and a backend_call_duration observation.
         self._backend = traced_sql(make_backend(self.dialect, self.config.url, self.config.pool_size,
                                                 self.config.connect_timeout_s, self.config.allow_writes,
-                                                self.name, self.base_dir), self.name)
+                                                self.name, self.base_dir), instrumentation)
         self._schemas = self.config.schemas or self._backend.default_schemas
         try:
             await self._refresh(notify=False)
-        except Exception as exc:  # unreachable at start: come up later, do not fail the gateway
-            failure = classify(exc)
+        except Exception as exc:
+            # Control flow: a database that cannot be reached now does not fail the start (the
+            # connector comes up down and the monitor reconnects); anything else does.
+            failure = self._failure(exc, wake=False)
             if failure.kind != "unavailable":
                 await self._backend.dispose()
-                raise InternalError(self._redact(failure.message)) from None
-            self._set_health(False, self._redact(failure.message))
+                raise InternalError(failure.message) from None
         self._monitor_task = asyncio.create_task(self._monitor(), name=f"sql-monitor-{self.name}")
 
     async def stop(self) -> None:
@@ -160,14 +176,12 @@ class SQLConnector(Connector):
             self._wake.clear()
             try:
                 await self._refresh(notify=True)
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:
-                failure = classify(exc)
-                if failure.kind == "unavailable":
-                    self._set_health(False, self._redact(failure.message))
-                else:
-                    log.warning("sql connector %s: schema refresh failed: %s", self.name, self._redact(failure.message))
+                # Control flow: the monitor must never die. A connectivity failure has marked the
+                # connector down (without waking this loop, which backs off); others are logged.
+                failure = self._failure(exc, wake=False)
+                if failure.kind != "unavailable":
+                    log.warning("sql connector %s: schema refresh failed: %s", self.name, failure.message)
 
     # -- introspection -----------------------------------------------------------------------
     async def _refresh(self, notify: bool) -> None:
@@ -178,7 +192,7 @@ class SQLConnector(Connector):
             self._info = info
             old, new = self._fingerprints, snapshot.fingerprints()
             self._snapshot, self._fingerprints = snapshot, new
-            self._resource_specs = self._build_resource_specs(snapshot)
+            self.components = replace(self.components, resources=self._build_resource_specs(snapshot))
             self._set_health(True)
             if info.get("superuser") and not self.config.allow_writes and not self._warned_superuser:
                 self._warned_superuser = True
@@ -216,40 +230,43 @@ class SQLConnector(Connector):
     def capabilities(self) -> set[str]:
         return {"tools", "resources", "prompts", "completions", "subscribe"}
 
-    def tools(self) -> tuple[ToolSpec, ...]:
-        return self._tool_specs
-
-    def resources(self) -> tuple[ResourceSpec, ...]:
-        return self._resource_specs
-
-    def resource_templates(self) -> tuple[ResourceTemplateSpec, ...]:
-        return self._template_specs
-
-    def prompts(self) -> tuple[PromptSpec, ...]:
-        return self._prompt_specs
-
     def owns_uri(self, uri: str) -> bool:
         return sch.parse_uri(self.name, uri) is not None
 
-    # -- failures ----------------------------------------------------------------------------
+    # -- the exception edge ------------------------------------------------------------------
+    def _failure(self, exc: BaseException, timeout_s: float | None = None, *, wake: bool = True) -> Failure:
+        """The one classification of what the drivers raise (:func:`errors.classify`), its
+        message redacted. A connectivity failure marks the connector down and wakes the monitor to
+        reconnect (``wake=False`` from the monitor itself, which backs off, and from ``start``)."""
+        failure = classify(exc, timeout_s)
+        failure = replace(failure, message=self._redact(failure.message))
+        if failure.kind == "unavailable":
+            self._set_health(False, failure.message)
+            if wake:
+                self._wake.set()
+        return failure
+
+    def _edge(self, timeout_s: float, surface: Callable[[Failure], GatewayError]) -> ExceptionMap:
+        """Around every statement a call runs: any exception from the drivers leaves as
+        ``surface(failure)``; ``timeout_s`` is the statement's timeout, for the message. The key
+        is ``Exception`` because the drivers share no base class (SQLAlchemy, asyncpg, sqlite3,
+        OSError ...) and :func:`errors.classify` knows them all, wrapped ones included."""
+        return map_exceptions({Exception: lambda exc: surface(self._failure(exc, timeout_s))})
+
+    def _tool_edge(self, ctx: CallContext, timeout_s: float) -> ExceptionMap:
+        """A tool's statement: a :class:`ToolExecutionError` (``isError``) with the SQLSTATE or tag."""
+
+        def tool_error(failure: Failure) -> ToolExecutionError:
+            ctx.record.backend_status = failure.status
+            log.info("sql connector %s: tool failed (%s): %s", self.name, failure.kind, failure.message)
+            return ToolExecutionError(failure.message, status=failure.status)
+
+        return self._edge(timeout_s, tool_error)
+
     def _timeout(self, ctx: CallContext) -> float:
         remaining = ctx.remaining()
         limit = self.config.statement_timeout_s
         return max(0.001, min(limit, remaining)) if remaining is not None else limit
-
-    def _failure(self, exc: BaseException, timeout_s: float) -> Failure:
-        failure = classify(exc, timeout_s)
-        if failure.kind == "unavailable":
-            self._set_health(False, self._redact(failure.message))
-            self._wake.set()
-        return failure
-
-    def _tool_error(self, exc: BaseException, ctx: CallContext, timeout_s: float) -> ToolExecutionError:
-        failure = self._failure(exc, timeout_s)
-        ctx.notes["backend_status"] = failure.status
-        message = self._redact(failure.message)
-        log.info("sql connector %s: tool failed (%s): %s", self.name, failure.kind, message)
-        return ToolExecutionError(message, status=failure.status)
 
     def _succeeded(self) -> None:
         if not self._health.up:
@@ -259,16 +276,15 @@ class SQLConnector(Connector):
     async def _read(self, sql: str, args: list[Any], offset: int, limit: int, ctx: CallContext) -> Page:
         assert self._backend is not None
         timeout = self._timeout(ctx)
-        try:
+        with self._tool_edge(ctx, timeout):
             page = await self._backend.read_page(sql, args, offset, limit, timeout)
-        except Exception as exc:
-            raise self._tool_error(exc, ctx, timeout) from None
         self._succeeded()
         return page
 
     # -- tools -------------------------------------------------------------------------------
     async def call_tool(self, name: str, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-        ctx.notes.setdefault("backend_target", name)
+        if ctx.record.backend_target is None:
+            ctx.record.backend_target = name
         if name == "query":
             return await self._tool_query(arguments, ctx)
         if name == "list_tables":
@@ -349,10 +365,8 @@ class SQLConnector(Connector):
 
     async def _tool_list_tables(self, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         if arguments.get("refresh"):
-            try:
+            with self._tool_edge(ctx, self.config.statement_timeout_s):
                 await self._refresh(notify=True)
-            except Exception as exc:
-                raise self._tool_error(exc, ctx, self.config.statement_timeout_s) from None
         only = arguments.get("schema")
         tables = [t for t in self._snapshot.tables if only is None or t.schema == only]
         items = [{"schema": t.schema, "name": t.name, "kind": t.kind, "rowEstimate": t.row_estimate,
@@ -378,10 +392,8 @@ class SQLConnector(Connector):
         assert self._backend is not None
         statement, args = self._statement(arguments.get("sql"), arguments.get("params"))
         timeout = self._timeout(ctx)
-        try:
+        with self._tool_edge(ctx, timeout):
             plan = await self._backend.explain(statement, args, bool(arguments.get("analyze")), timeout)
-        except Exception as exc:
-            raise self._tool_error(exc, ctx, timeout) from None
         self._succeeded()
         return {"content": [{"type": "text", "text": plan}]}
 
@@ -389,10 +401,8 @@ class SQLConnector(Connector):
         assert self._backend is not None
         statement, args = self._statement(arguments.get("sql"), arguments.get("params"))
         timeout = self._timeout(ctx)
-        try:
+        with self._tool_edge(ctx, timeout):
             result = await self._backend.write(statement, args, self.config.max_rows, timeout)
-        except Exception as exc:
-            raise self._tool_error(exc, ctx, timeout) from None
         self._succeeded()
         self._wake.set()  # DDL may have changed the schema: re-introspect soon
         rows = [json_row(r) for r in result.rows]
@@ -434,16 +444,8 @@ class SQLConnector(Connector):
                                 f"({', '.join(table.primary_key)}); got {len(values)} value(s)")
         sql = self._backend.row_sql(table, table.primary_key)
         timeout = self._timeout(ctx)
-        try:
+        with self._edge(timeout, _request_error):
             page = await self._backend.read_page(sql, values, 0, 1, timeout)
-        except Exception as exc:
-            failure = self._failure(exc, timeout)
-            message = self._redact(failure.message)
-            if failure.kind == "unavailable":
-                raise BackendUnavailable(message) from None
-            if failure.kind == "sql":
-                raise InvalidParams(message) from None
-            raise InternalError(message) from None
         self._succeeded()
         if not page.rows:
             raise ResourceNotFound(uri)
@@ -459,7 +461,7 @@ class SQLConnector(Connector):
                                 f"{sch.table_uri(self.name, parsed[1], parsed[2])} for schema changes")
         self._subscriptions.add(uri)
 
-    async def unsubscribe(self, uri: str, ctx: CallContext) -> None:
+    async def unsubscribe(self, uri: str, ctx: CallContext | None) -> None:
         self._subscriptions.discard(uri)
 
     # -- prompts and completion --------------------------------------------------------------
@@ -539,7 +541,18 @@ class SQLConnector(Connector):
         try:
             page = await self._backend.read_page(sql, [like], 0, 101, min(2.0, self._timeout(ctx)))
         except Exception as exc:
+            # Control flow: completion is best effort, a failed lookup offers nothing (but a lost
+            # connection still marks the connector down).
             self._failure(exc, 2.0)
             return {"completion": {"values": [], "hasMore": False}}
         values = [str(r[0]) for r in page.rows]
         return {"completion": {"values": values[:100], "hasMore": len(values) > 100}}
+
+
+def _request_error(failure: Failure) -> GatewayError:
+    """A protocol request's statement (``resources/read`` of a row): a JSON-RPC error."""
+    if failure.kind == "unavailable":
+        return BackendUnavailable(failure.message)
+    if failure.kind == "sql":  # e.g. a key value that does not fit the column's type
+        return InvalidParams(failure.message)
+    return InternalError(failure.message)

@@ -17,7 +17,6 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -25,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from . import schema as sch
 from .errors import classify
 
-__all__ = ["Page", "WriteResult", "Backend", "StaleConnection", "checkout", "make_backend", "CLIENT_GRACE_S"]
+__all__ = ["Page", "WriteResult", "Backend", "StaleConnection", "checkout", "CLIENT_GRACE_S"]
 
 CLIENT_GRACE_S = 5.0  # client-side safety net beyond the server's statement_timeout
 
@@ -101,13 +100,3 @@ async def checkout(engine: AsyncEngine) -> AsyncIterator[Any]:
 class StaleConnection(Exception):
     """BEGIN failed on a pooled connection for connectivity reasons (nothing ran yet)."""
 
-
-def make_backend(dialect: str, url: str, pool_size: int, connect_timeout_s: float, allow_writes: bool,
-                 app_name: str, base_dir: Path) -> Backend:
-    if dialect == "postgresql":
-        from .pg_backend import PostgresBackend
-
-        return PostgresBackend(url, pool_size, connect_timeout_s, allow_writes, app_name)
-    from .sqlite_backend import SQLiteBackend
-
-    return SQLiteBackend(url, pool_size, connect_timeout_s, allow_writes, app_name, base_dir)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from gateway.config import ConnectorConfig, Model
+from connectors.config import ConnectorConfig, Model
 
 __all__ = ["StaticConfig", "StaticPrompt", "StaticPromptArgument", "StaticMessage", "StaticResource"]
 

@@ -6,10 +6,12 @@ fails this connector at start with its path, not a client's read later.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from connectors.base import Connector, ConnectorEvents, PromptSpec, ResourceSpec
+from connectors.base import Components, Connector, ConnectorEvents, PromptSpec, ResourceSpec
+from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
 from gateway.protocol.errors import ConfigError, InvalidParams, ResourceNotFound
 
 from . import mapping
@@ -23,18 +25,17 @@ __all__ = ["StaticConnector"]
 
 class StaticConnector(Connector):
     kind = "static"
-    config_model = StaticConfig
     config: StaticConfig
 
     def __init__(self, config: StaticConfig, base_dir: Path = Path(".")) -> None:
         super().__init__(config, base_dir)
         self._prompts: dict[str, StaticPrompt] = {p.name: p for p in config.prompts}
-        self._prompt_specs = tuple(PromptSpec(p.name, mapping.prompt_definition(p)) for p in config.prompts)
+        self.components = Components(
+            prompts=tuple(PromptSpec(p.name, mapping.prompt_definition(p)) for p in config.prompts))
         self._resources: dict[str, tuple[StaticResource, bytes | None]] = {}
-        self._resource_specs: tuple[ResourceSpec, ...] = ()
 
-    async def start(self, events: ConnectorEvents) -> None:
-        self.events = events
+    async def start(self, events: ConnectorEvents, instrumentation: Instrumentation = NO_INSTRUMENTATION) -> None:
+        self.attach(events, instrumentation)
         loaded: dict[str, tuple[StaticResource, bytes | None]] = {}
         for i, res in enumerate(self.config.resources):
             data: bytes | None = None
@@ -49,10 +50,10 @@ class StaticConnector(Connector):
                                       f"connectors[{self.name}].resources[{i}].path") from None
             loaded[res.uri] = (res, data)
         self._resources = loaded
-        self._resource_specs = tuple(
+        self.components = replace(self.components, resources=tuple(
             ResourceSpec(uri, res.name, mapping.resource_definition(res, len(data) if data is not None else len(res.text.encode()) if res.text else None))
             for uri, (res, data) in loaded.items()
-        )
+        ))
 
     def capabilities(self) -> set[str]:
         caps = set()
@@ -61,12 +62,6 @@ class StaticConnector(Connector):
         if self.config.resources:
             caps.add("resources")
         return caps
-
-    def prompts(self) -> tuple[PromptSpec, ...]:
-        return self._prompt_specs
-
-    def resources(self) -> tuple[ResourceSpec, ...]:
-        return self._resource_specs
 
     async def get_prompt(self, name: str, arguments: dict[str, str], ctx: CallContext) -> dict[str, Any]:
         prompt = self._prompts.get(name)

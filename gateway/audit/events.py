@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from gateway.context import CallContext
+
 __all__ = ["FIELDS", "ALWAYS_REDACT", "REDACTED", "Redactor", "capture", "finalize", "trace_id_of",
            "INSTANCE"]
 
@@ -89,35 +91,35 @@ class Redactor:
         return str(value)
 
 
-def capture(ctx: Any, outcome: str, error_code: int | None, error_message: str | None,
+def capture(ctx: CallContext, outcome: str, error_code: int | None, error_message: str | None,
             latency_ms: float) -> dict[str, Any]:
     """Snapshot a finished request (cheap: runs on the request path)."""
     session = ctx.session
-    info = getattr(session, "client_info", None) or {}
-    notes = ctx.notes
-    status = notes.get("backend_status")
+    info = session.client_info or {}
+    record = ctx.record
+    status = record.backend_status
     return {
         "event_id": uuid.uuid4().hex,
         "time": datetime.now(UTC),
         "instance": INSTANCE,
         "request_id": None if ctx.request_id is None else str(ctx.request_id),
-        "session_id": getattr(session, "id", None),
+        "session_id": session.id,
         "principal": ctx.principal.name,
-        "transport": getattr(session, "transport", None),
+        "transport": session.transport,
         "client_name": info.get("name"),
         "client_version": info.get("version"),
         "method": ctx.method,
         "target": ctx.target or None,
-        "connector": notes.get("connector"),
-        "backend_target": notes.get("backend_target"),
+        "connector": record.connector,
+        "backend_target": record.backend_target,
         "arguments": dict(ctx.arguments) if ctx.arguments else None,
         "outcome": outcome,
         "error_code": error_code,
         "error_message": error_message,
         "latency_ms": round(latency_ms, 3),
         "backend_status": None if status is None else str(status),
-        # The telemetry filter notes the trace it opened (a new one when the client sent none).
-        "trace_id": notes.get("trace_id") or trace_id_of(ctx.traceparent),
+        # The telemetry filter records the trace it opened (a new one when the client sent none).
+        "trace_id": record.trace_id or trace_id_of(ctx.traceparent),
     }
 
 

@@ -1,7 +1,7 @@
 """Authentication of HTTP requests: API keys and JWTs (JWKS), before any session exists.
 
-The HTTP transports call ``await authenticator.authenticate(headers)`` on every request, where
-``authenticator = build_authenticator(gw)``. It returns the :class:`Principal` or raises
+The HTTP transports call ``await authenticator.authenticate(headers)`` on every request (the
+gateway builds one :class:`Authenticator` per config and replaces it on reload). It returns the :class:`Principal` or raises
 :class:`Unauthenticated`, whose ``status`` (401) and ``www_authenticate`` (the RFC 6750 / RFC 9728
 challenge with ``resource_metadata=``) the transport sends back. With no ``auth.api_keys`` and no
 ``auth.jwt`` configured every request is the anonymous principal.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from gateway.config import AuthConfig
 from gateway.context import ANONYMOUS, Principal
@@ -26,15 +26,11 @@ from .jwks import JwksUnavailable, JwtVerifier, TokenInvalid
 from .metadata import (
     WELL_KNOWN_PATH,
     base_url_from_headers,
-    protected_resource_metadata,
+    metadata_document,
     www_authenticate,
 )
 
-if TYPE_CHECKING:
-    from gateway.app import Gateway
-
-__all__ = ["Unauthenticated", "Authenticator", "build_authenticator", "protected_resource_metadata",
-           "www_authenticate", "sha256_hex", "WELL_KNOWN_PATH"]
+__all__ = ["Unauthenticated", "Authenticator", "www_authenticate", "sha256_hex", "WELL_KNOWN_PATH"]
 
 log = logging.getLogger("gateway.auth")
 
@@ -61,6 +57,10 @@ class Authenticator:
         # Counters for metrics/tests: accepted and refused authentications.
         self.accepted = 0
         self.refused = 0
+
+    def protected_resource_metadata(self, base_url: str) -> dict[str, Any]:
+        """The RFC 9728 document the HTTP app serves at :data:`WELL_KNOWN_PATH`."""
+        return metadata_document(self.config, base_url, self.name)
 
     def _challenge(self, headers: Mapping[str, str], error: str | None, description: str | None) -> str:
         url = base_url_from_headers(headers) + WELL_KNOWN_PATH
@@ -96,8 +96,3 @@ class Authenticator:
         self.accepted += 1
         return principal
 
-
-def build_authenticator(gw: Gateway) -> Authenticator:
-    """Always returns an authenticator; with auth off it answers ANONYMOUS without any work."""
-    cfg = gw.config
-    return Authenticator(cfg.auth, cfg.base_dir, cfg.gateway.name)

@@ -20,7 +20,7 @@ from gateway.config import ApiKeyConfig
 from gateway.context import Principal
 from gateway.protocol.errors import ConfigError
 
-__all__ = ["ApiKeyEntry", "ApiKeyStore", "sha256_hex"]
+__all__ = ["ApiKeyEntry", "ApiKeyStore", "sha256_hex", "secret_digests"]
 
 
 def sha256_hex(secret: str) -> str:
@@ -85,3 +85,12 @@ class ApiKeyStore:
             if hmac.compare_digest(digest, entry.digest):
                 found = entry.principal
         return found
+
+
+def secret_digests(configs: Iterable[ApiKeyConfig], base_dir: str | Path = ".") -> list[bytes]:
+    """Digests of the configured keys, so the audit log redacts their values wherever they appear;
+    empty when the keys do not load (the authenticator reports that at start)."""
+    try:
+        return ApiKeyStore(configs, base_dir).digests
+    except ConfigError:
+        return []

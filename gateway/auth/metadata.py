@@ -9,15 +9,11 @@ client obtains tokens from. Pure functions over config values and the request's 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.config import AuthConfig
 
-if TYPE_CHECKING:
-    from gateway.app import Gateway
-
-__all__ = ["WELL_KNOWN_PATH", "protected_resource_metadata", "metadata_document", "www_authenticate",
-           "base_url_from_headers"]
+__all__ = ["WELL_KNOWN_PATH", "metadata_document", "www_authenticate", "base_url_from_headers"]
 
 WELL_KNOWN_PATH = "/.well-known/oauth-protected-resource"
 
@@ -35,11 +31,6 @@ def metadata_document(auth: AuthConfig, base_url: str, name: str = "mcp-gateway"
     if servers:
         doc["authorization_servers"] = servers
     return doc
-
-
-def protected_resource_metadata(gw: Gateway, base_url: str) -> dict[str, Any]:
-    """The document the HTTP app serves at :data:`WELL_KNOWN_PATH`."""
-    return metadata_document(gw.config.auth, base_url, gw.config.gateway.name)
 
 
 def base_url_from_headers(headers: Mapping[str, str], fallback: str = "http://127.0.0.1") -> str:

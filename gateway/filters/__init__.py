@@ -2,13 +2,17 @@
 
 A filter is any object with ``async def __call__(ctx, call_next) -> dict``; ``call_next(ctx)`` runs
 the rest of the chain and finally the catalog. Filters may refuse (raise a ProtocolError), time,
-record, or pass a narrowed copy of the context (``dataclasses.replace``) inward. The chain is
-composed once at start-up (and again on reload), outermost first:
+record (in ``ctx.record``), or pass a narrowed copy of the context (``dataclasses.replace``)
+inward. A filter may also have ``async start()`` and ``async stop()``, which the gateway calls
+when the chain is installed and replaced.
+
+The chain is built explicitly by :func:`gateway.app.build_filters`, once at start-up and again on
+a reload that changes policy, outermost first:
 
     telemetry → audit → auth → ratelimit → timeout → catalog
 
-Each filter module exposes ``build(gateway) -> Filter | None``; None leaves it out of the chain
-(telemetry off, no audit store, no rules, ...), so a disabled feature costs nothing per call.
+Each filter is constructed with exactly what it uses (its config section, a catalog function);
+a disabled feature leaves its filter out, so it costs nothing per call.
 """
 
 from __future__ import annotations
@@ -18,12 +22,9 @@ from typing import Any, Protocol
 
 from gateway.context import CallContext
 
-__all__ = ["Handler", "Filter", "compose", "CHAIN_ORDER", "SESSION_METHODS"]
+__all__ = ["Handler", "Filter", "compose", "SESSION_METHODS"]
 
 Handler = Callable[[CallContext], Awaitable[dict[str, Any]]]
-
-# Module names under gateway.filters, outermost first (see ARCHITECTURE.md for why this order).
-CHAIN_ORDER = ("telemetry", "audit", "auth", "ratelimit", "timeout")
 
 # Methods the session serves itself. They travel the chain so that they are traced, counted and
 # audited (who connected, with which client); policy filters let them through, because a client

@@ -1,7 +1,7 @@
 """Audit filter: one event for every request that passes the chain, including refusals.
 
-It sits outside auth and rate limiting (see ARCHITECTURE.md), so denied and limited attempts are
-recorded too. The outcome is ``ctx.notes["outcome"]`` when an inner layer set it, else derived from
+It sits outside auth and rate limiting (see docs/architecture.md), so denied and limited attempts are
+recorded too. The outcome is ``ctx.record.outcome`` when an inner layer set it, else derived from
 the result (``isError`` → tool_error) or the exception. Recording costs a dict build and a
 ``put_nowait`` on the request path; redaction, serialisation and all I/O happen in the
 :class:`~gateway.audit.writer.AuditWriter` task, which the gateway starts with the filter and stops
@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.audit.events import capture
 from gateway.audit.writer import AuditWriter
@@ -25,10 +25,7 @@ from gateway.protocol.errors import (
     ProtocolError,
 )
 
-if TYPE_CHECKING:
-    from gateway.app import Gateway
-
-__all__ = ["AuditFilter", "build", "outcome_for"]
+__all__ = ["AuditFilter", "outcome_for"]
 
 log = logging.getLogger("gateway.audit")
 
@@ -69,9 +66,9 @@ class AuditFilter:
         except BaseException as exc:
             outcome, code = outcome_for(exc)
             message = exc.message if isinstance(exc, ProtocolError) else (str(exc)[:500] or type(exc).__name__)
-            self._record(ctx, ctx.notes.get("outcome") or outcome, code, message)
+            self._record(ctx, ctx.record.outcome or outcome, code, message)
             raise
-        outcome = ctx.notes.get("outcome") or ("tool_error" if result.get("isError") else "ok")
+        outcome = ctx.record.outcome or ("tool_error" if result.get("isError") else "ok")
         self._record(ctx, outcome, None, None)
         return result
 
@@ -82,20 +79,3 @@ class AuditFilter:
         except Exception:  # auditing must never turn a served request into a failure
             log.exception("could not record audit event for %s", ctx.method)
 
-
-def _secret_digests(gateway: Gateway) -> list[bytes]:
-    """Digests of configured API keys, so their values are redacted wherever they appear."""
-    try:
-        from gateway.auth.apikeys import ApiKeyStore
-
-        store = ApiKeyStore(gateway.config.auth.api_keys, gateway.config.base_dir)
-    except Exception:
-        return []
-    return store.digests
-
-
-def build(gateway: Gateway) -> AuditFilter | None:
-    cfg = gateway.config.audit
-    if not cfg.enabled:
-        return None
-    return AuditFilter(AuditWriter(cfg, gateway.config.base_dir, _secret_digests(gateway)))

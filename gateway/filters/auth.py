@@ -14,17 +14,15 @@ filter is not built at all.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from gateway.context import CallContext
 from gateway.filters import Handler
 from gateway.policy import AccessPolicy
 from gateway.protocol.errors import AccessDenied
 
-if TYPE_CHECKING:
-    from gateway.app import Gateway
-
-__all__ = ["AccessFilter", "build", "LIST_METHODS"]
+__all__ = ["AccessFilter", "LIST_METHODS"]
 
 LIST_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
 # Kind of the target each targeted method names (for the catalog's access_name).
@@ -37,10 +35,14 @@ _KIND = {
 }
 
 
+# (kind, public target) -> the public name access rules match (the catalog's access_name).
+AccessName = Callable[[str, str], str]
+
+
 class AccessFilter:
-    def __init__(self, policy: AccessPolicy, gateway: Gateway | None = None) -> None:
+    def __init__(self, policy: AccessPolicy, access_name: AccessName | None = None) -> None:
         self.policy = policy
-        self.gateway = gateway
+        self.access_name = access_name
         self.denied = 0
 
     def _name(self, ctx: CallContext) -> str:
@@ -48,12 +50,10 @@ class AccessFilter:
         if kind is None and ctx.method == "completion/complete":
             ref = ctx.params.get("ref") or {}
             kind = "prompt" if ref.get("type") == "ref/prompt" else "resource"
-        if kind in (None, "tool", "prompt") or self.gateway is None:
+        if kind in (None, "tool", "prompt") or self.access_name is None:
             return ctx.target
         # Resources are governed by their public name, as the listing shows them.
-        catalog = getattr(self.gateway, "catalog", None)
-        access_name = getattr(catalog, "access_name", None)
-        return access_name(kind, ctx.target) if access_name is not None else ctx.target
+        return self.access_name(kind, ctx.target)
 
     async def __call__(self, ctx: CallContext, call_next: Handler) -> dict[str, Any]:
         view = self.policy.for_principal(ctx.principal)
@@ -66,14 +66,8 @@ class AccessFilter:
             # A resource is usable by its public name or by its URI.
             if not view.allowed(name) and (name == ctx.target or not view.allowed(ctx.target)):
                 self.denied += 1
-                ctx.notes["outcome"] = "denied"
+                ctx.record.outcome = "denied"
                 raise AccessDenied(f"Access denied: {ctx.principal.name!r} may not use {ctx.target!r}",
                                    {"target": ctx.target, "principal": ctx.principal.name})
         return await call_next(ctx)
 
-
-def build(gateway: Gateway) -> AccessFilter | None:
-    rules = gateway.config.access
-    if not rules:
-        return None
-    return AccessFilter(AccessPolicy(rules), gateway)

@@ -16,7 +16,7 @@ Backends: ``memory`` (one process) or ``redis://host:port/db`` — one Lua scrip
 of a request atomically on the server with the server's clock, so any number of replicas share one
 budget. When Redis cannot be reached the filter follows ``on_backend_error`` (``open`` lets calls
 through, ``closed`` refuses them) and logs it (at most every 10 s) and counts it
-(``backend_errors``, metric ``rate_limit_backend_errors`` when telemetry defines it).
+(``backend_errors``, metric ``rate_limit_backend_errors_total``).
 
 ``max_concurrency`` on a connector bounds its in-flight calls; a call waits for a slot until its
 deadline and is refused as rate limited (scope ``connector``) if none frees up.
@@ -30,7 +30,7 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -39,11 +39,15 @@ from gateway.context import CallContext
 from gateway.filters import SESSION_METHODS, Handler
 from gateway.policy import Decision, Rate, gcra_check, parse_rate
 from gateway.protocol.errors import RateLimited
+from gateway.telemetry import metrics
 
 if TYPE_CHECKING:
-    from gateway.app import Gateway
+    from connectors.base import Connector
 
-__all__ = ["RateLimitFilter", "MemoryBackend", "RedisBackend", "CompiledLimit", "build", "LUA_GCRA"]
+__all__ = ["RateLimitFilter", "MemoryBackend", "RedisBackend", "CompiledLimit", "LUA_GCRA", "Owner"]
+
+# (method, public target) -> the connector serving it now, or None (the catalog's ``owner``).
+Owner = Callable[[str, str], "Connector | None"]
 
 log = logging.getLogger("gateway.ratelimit")
 
@@ -159,10 +163,10 @@ class RedisBackend:
 
 
 class RateLimitFilter:
-    def __init__(self, config: RateLimitConfig, gateway: Gateway | None = None,
+    def __init__(self, config: RateLimitConfig, owner: Owner | None = None,
                  concurrency: dict[str, int] | None = None) -> None:
         self.config = config
-        self.gateway = gateway
+        self.owner = owner
         self.limits = tuple(CompiledLimit.compile(r) for r in config.rules)
         self.fail_open = config.on_backend_error == "open"
         self.backend_name = "redis" if config.backend.startswith(("redis://", "rediss://", "unix://")) else "memory"
@@ -177,20 +181,11 @@ class RateLimitFilter:
         await self.backend.close()
 
     def _connector_of(self, ctx: CallContext) -> str | None:
-        """The connector serving the target (the catalog fills ctx.notes only later, inside)."""
-        catalog = getattr(self.gateway, "catalog", None)
-        if catalog is None or not ctx.target:
+        """The connector serving the target (the catalog records it only later, inside)."""
+        if self.owner is None:
             return None
-        try:
-            if ctx.method == "tools/call":
-                return str(catalog.tool(ctx.target).connector.name)
-            if ctx.method == "prompts/get":
-                return str(catalog.prompt(ctx.target).connector.name)
-            if ctx.method.startswith("resources/"):
-                return str(catalog.resource_owner(ctx.target)[0].name)
-        except Exception:  # unknown target: the catalog will refuse it with the right error
-            return None
-        return None
+        connector = self.owner(ctx.method, ctx.target)
+        return connector.name if connector is not None else None
 
     def _keys(self, ctx: CallContext, connector: str | None) -> tuple[list[str], list[Rate], list[str]]:
         keys: list[str] = []
@@ -243,7 +238,7 @@ class RateLimitFilter:
                 decision = await self._decide(keys, rates)
                 if not decision.allowed:
                     self.limited += 1
-                    ctx.notes["outcome"] = "rate_limited"
+                    ctx.record.outcome = "rate_limited"
                     scope = scopes[decision.denied_index] if decision.denied_index >= 0 else "backend"
                     raise RateLimited(f"Rate limit exceeded ({scope}); retry in {decision.retry_after_ms} ms",
                                       decision.retry_after_ms, scope)
@@ -256,7 +251,7 @@ class RateLimitFilter:
                     await sem.acquire()
             except TimeoutError:
                 self.limited += 1
-                ctx.notes["outcome"] = "rate_limited"
+                ctx.record.outcome = "rate_limited"
                 raise RateLimited(f"Connector {connector} is at its concurrency limit", 1000, "connector") from None
         else:
             await sem.acquire()
@@ -267,18 +262,5 @@ class RateLimitFilter:
 
 
 def _count_backend_error(backend: str, decision: str) -> None:
-    try:
-        from gateway.telemetry import metrics
-    except ImportError:
-        return
-    counter = getattr(metrics, "RATE_LIMIT_BACKEND_ERRORS", None)
-    if counter is not None:
-        counter.labels(backend, decision).inc()
+    metrics.RATE_LIMIT_BACKEND_ERRORS.labels(backend, decision).inc()
 
-
-def build(gateway: Gateway) -> RateLimitFilter | None:
-    cfg = gateway.config
-    concurrency = {c.name: c.max_concurrency for c in cfg.connectors if c.max_concurrency}
-    if not cfg.rate_limits.rules and not concurrency:
-        return None
-    return RateLimitFilter(cfg.rate_limits, gateway, concurrency)

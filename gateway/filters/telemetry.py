@@ -9,24 +9,26 @@ request it
   (``mcp.method.name``, ``gen_ai.tool.name``, ``mcp.session.id``, ``enduser.id``, outcome, ...);
 * counts ``requests_total`` and observes ``request_duration_seconds`` by method, connector, public
   target and outcome, and counts rate-limited and denied calls;
-* records ``ctx.notes["outcome"]`` when no inner layer did.
+* records ``ctx.record.outcome`` when no inner layer did.
 
-``build(gw)`` returns None when metrics and tracing are both off, so telemetry then costs nothing.
-The filter's ``start``/``stop`` register the gateway with the scrape-time collector (sessions,
-connector health, catalog sizes), run the separate metrics server when ``telemetry.metrics_port``
-is set, and flush queued spans at shutdown.
+The gateway leaves the filter out of the chain when metrics and tracing are both off, so
+telemetry then costs nothing; with tracing off and metrics on the same path runs without spans.
+The scrape-time state (sessions, connector health, catalog sizes) and the metrics port belong to
+the gateway (:mod:`gateway.app`), not to this filter.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from gateway.catalog import Catalog
 from gateway.context import CallContext
 from gateway.filters import Handler
 from gateway.protocol.errors import (
@@ -44,12 +46,7 @@ from gateway.protocol.errors import (
 )
 from gateway.telemetry import metrics, tracing
 
-if TYPE_CHECKING:
-    from aiohttp import web
-
-    from gateway.app import Gateway
-
-__all__ = ["TelemetryFilter", "build", "outcome_of"]
+__all__ = ["TelemetryFilter", "outcome_of"]
 
 _NAMED = ("tools/call", "prompts/get")
 _RESOURCE = ("resources/read", "resources/subscribe", "resources/unsubscribe")
@@ -75,62 +72,69 @@ def outcome_of(exc: BaseException) -> str:
 
 
 class TelemetryFilter:
-    def __init__(self, gateway: Gateway) -> None:
-        self.gateway = gateway
-        self.metrics_on = tracing.metrics_enabled()
+    """Spans and request metrics; built with the catalog, which names what a call reached."""
+
+    def __init__(self, catalog: Catalog, metrics_on: bool = True) -> None:
+        self.catalog = catalog
+        self.metrics_on = metrics_on
         # labels() validates and locks on each call; the children are cached per label tuple.
         self._children: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
-        self._metrics_runner: web.AppRunner | None = None
-        self._metrics_port: int | None = None
 
-    # -- lifecycle --------------------------------------------------------------------------
-    async def start(self) -> None:
-        metrics.STATE.add(self.gateway)
-        metrics.BUILD_INFO.info({"version": str(self.gateway.config.gateway.version)})
-        metrics.CONFIG_LAST_RELOAD.set_to_current_time()
-        port = self.gateway.config.telemetry.metrics_port
-        if not self.metrics_on or port is None:
-            return
-        # On reload the previous filter of this gateway still holds the port: take its server over.
-        for other in self._siblings():
-            if other._metrics_runner is not None and other._metrics_port == port:
-                self._metrics_runner, other._metrics_runner = other._metrics_runner, None
-                self._metrics_port = port
-                return
-        from gateway.telemetry.http import start_metrics_server
-
-        self._metrics_runner = await start_metrics_server(self.gateway)
-        self._metrics_port = port
-
-    async def stop(self) -> None:
-        # A reload stops the old filter after starting the new one: stay registered for it.
-        if not self._siblings():
-            metrics.STATE.discard(self.gateway)
-        if self._metrics_runner is not None:
-            await self._metrics_runner.cleanup()
-            self._metrics_runner = None
-        await asyncio.to_thread(tracing.force_flush)
-
-    def _siblings(self) -> list[TelemetryFilter]:
-        """Other telemetry filters of this gateway (the old or new chain during a reload)."""
-        chain = getattr(self.gateway, "filters", ())
-        return [f for f in chain if isinstance(f, TelemetryFilter) and f is not self]
-
-    # -- per request --------------------------------------------------------------------------
     async def __call__(self, ctx: CallContext, call_next: Handler) -> dict[str, Any]:
+        method = ctx.method
         tracer = tracing.tracer()
-        if tracer is None:
-            return await self._untraced(ctx, call_next)
+        span: Span | None = None
+        token: contextvars.Token[Any] | None = None
+        incoming: contextvars.Token[str | None] | None = None
+        if tracer is not None:
+            span = tracer.start_span(method, context=tracing.extract(ctx.traceparent), kind=SpanKind.SERVER,
+                                     attributes=self._span_attributes(ctx))
+            token = otel_context.attach(trace.set_span_in_context(span))
+            sc = span.get_span_context()
+            if sc.is_valid:  # for the audit event of this call (audit sits inside this filter)
+                ctx.record.trace_id = format(sc.trace_id, "032x")
+        else:
+            # Tracing off: still remember the client's traceparent so connectors pass it on.
+            incoming = tracing.set_incoming(ctx.traceparent) if ctx.traceparent else None
+        start = time.perf_counter()
+        if self.metrics_on:
+            metrics.IN_FLIGHT.inc()
+        outcome = "ok"
+        try:
+            result = await call_next(ctx)
+            outcome = ctx.record.outcome or "ok"
+            return result
+        except BaseException as exc:
+            outcome = self._failed(ctx, exc)
+            if span is not None and span.is_recording():
+                _mark_failed(span, exc, outcome)
+            raise
+        finally:
+            elapsed = time.perf_counter() - start
+            connector, target = self._labels(ctx, outcome)
+            if span is not None:
+                if span.is_recording():
+                    self._finish_span(span, ctx, connector, target, outcome)
+                if token is not None:
+                    otel_context.detach(token)
+                span.end()
+            elif incoming is not None:
+                tracing.reset_incoming(incoming)
+            self._record(ctx, method, connector, target, outcome, elapsed)
+
+    @staticmethod
+    def _span_attributes(ctx: CallContext) -> dict[str, Any]:
         method = ctx.method
         attrs: dict[str, Any] = {
             "mcp.method.name": method,
             "mcp.session.id": ctx.session.id,
-            "mcp.protocol.version": ctx.session.protocol_version or None,
             "jsonrpc.request.id": str(ctx.request_id),
             "network.transport": _NET.get(ctx.session.transport, "tcp"),
             "enduser.id": ctx.principal.name,
             "mcp.gateway.transport": ctx.session.transport,
         }
+        if ctx.session.protocol_version:
+            attrs["mcp.protocol.version"] = ctx.session.protocol_version
         if method == "tools/call":
             attrs["gen_ai.tool.name"] = ctx.target
             attrs["gen_ai.operation.name"] = "execute_tool"
@@ -138,82 +142,35 @@ class TelemetryFilter:
             attrs["gen_ai.prompt.name"] = ctx.target
         elif method in _RESOURCE:
             attrs["mcp.resource.uri"] = ctx.target
-        parent = tracing.extract(ctx.traceparent)
-        span = tracer.start_span(method, context=parent, kind=SpanKind.SERVER,
-                                 attributes={k: v for k, v in attrs.items() if v is not None})
-        token = otel_context.attach(trace.set_span_in_context(span))
-        sc = span.get_span_context()
-        if sc.is_valid:  # for the audit event of this call (audit sits inside this filter)
-            ctx.notes["trace_id"] = format(sc.trace_id, "032x")
-        start = time.perf_counter()
-        if self.metrics_on:
-            metrics.IN_FLIGHT.inc()
-        outcome = "ok"
-        try:
-            result = await call_next(ctx)
-            outcome = ctx.notes.get("outcome") or "ok"
-            return result
-        except BaseException as exc:
-            outcome = self._failed(ctx, exc)
-            if span.is_recording():
-                span.set_attribute("error.type", type(exc).__name__)
-                if isinstance(exc, ProtocolError):
-                    span.set_attribute("rpc.response.status_code", str(exc.code))
-                if outcome == "error":
-                    span.record_exception(exc)
-                span.set_status(Status(StatusCode.ERROR, str(exc)[:200]))
-            raise
-        finally:
-            elapsed = time.perf_counter() - start
-            connector, target = self._labels(ctx, outcome)
-            if span.is_recording():
-                if method in _NAMED and target and target != metrics.OTHER:
-                    span.update_name(f"{method} {target}")
-                if connector:
-                    span.set_attribute("mcp.gateway.connector", connector)
-                span.set_attribute("mcp.gateway.outcome", outcome)
-                if outcome == "tool_error":
-                    # MCP semantic conventions: a tool result with isError is an error span.
-                    span.set_attribute("error.type", "tool_error")
-                    span.set_status(Status(StatusCode.ERROR))
-                    status = ctx.notes.get("backend_status")
-                    if status is not None:
-                        span.set_attribute("mcp.gateway.backend_status", str(status))
-            otel_context.detach(token)
-            span.end()
-            self._record(ctx, method, connector, target, outcome, elapsed)
+        return attrs
 
-    async def _untraced(self, ctx: CallContext, call_next: Handler) -> dict[str, Any]:
-        # Tracing off: still remember the client's traceparent so connectors pass it on.
-        token = tracing.set_incoming(ctx.traceparent) if ctx.traceparent else None
-        start = time.perf_counter()
-        if self.metrics_on:
-            metrics.IN_FLIGHT.inc()
-        outcome = "ok"
-        try:
-            result = await call_next(ctx)
-            outcome = ctx.notes.get("outcome") or "ok"
-            return result
-        except BaseException as exc:
-            outcome = self._failed(ctx, exc)
-            raise
-        finally:
-            elapsed = time.perf_counter() - start
-            if token is not None:
-                tracing.reset_incoming(token)
-            connector, target = self._labels(ctx, outcome)
-            self._record(ctx, ctx.method, connector, target, outcome, elapsed)
+    @staticmethod
+    def _finish_span(span: Span, ctx: CallContext, connector: str, target: str, outcome: str) -> None:
+        if ctx.method in _NAMED and target and target != metrics.OTHER:
+            span.update_name(f"{ctx.method} {target}")
+        if connector:
+            span.set_attribute("mcp.gateway.connector", connector)
+        span.set_attribute("mcp.gateway.outcome", outcome)
+        if outcome == "tool_error":
+            # MCP semantic conventions: a tool result with isError is an error span.
+            span.set_attribute("error.type", "tool_error")
+            span.set_status(Status(StatusCode.ERROR))
+            status = ctx.record.backend_status
+            if status is not None:
+                span.set_attribute("mcp.gateway.backend_status", str(status))
 
     @staticmethod
     def _failed(ctx: CallContext, exc: BaseException) -> str:
         outcome = outcome_of(exc)
         if isinstance(exc, RateLimited) and isinstance(exc.data, dict):
-            ctx.notes.setdefault("ratelimit_scope", exc.data.get("scope"))
+            if ctx.record.ratelimit_scope is None:
+                ctx.record.ratelimit_scope = exc.data.get("scope")
         return outcome
 
     def _record(self, ctx: CallContext, method: str, connector: str, target: str, outcome: str,
                 elapsed: float) -> None:
-        ctx.notes.setdefault("outcome", outcome)
+        if ctx.record.outcome is None:
+            ctx.record.outcome = outcome
         if not self.metrics_on:
             return
         metrics.IN_FLIGHT.dec()
@@ -227,18 +184,17 @@ class TelemetryFilter:
         children[0].inc()
         children[1].observe(elapsed)
         if outcome == "rate_limited":
-            scope = ctx.notes.get("ratelimit_scope") or ""
+            scope = ctx.record.ratelimit_scope or ""
             metrics.RATE_LIMITED.labels(connector, scope if scope in _SCOPES else "other").inc()
         elif outcome == "denied":
             metrics.DENIED.labels(metrics.method_label(method), connector).inc()
 
     def _labels(self, ctx: CallContext, outcome: str) -> tuple[str, str]:
         """(connector, target) label values, both bounded: only names the catalog knows."""
-        notes = ctx.notes
-        connector = notes.get("connector") or ""
+        connector = ctx.record.connector or ""
         method = ctx.method
         target = ""
-        catalog = self.gateway.catalog
+        catalog = self.catalog
         if method in _NAMED:
             entry = None
             if connector or outcome in ("denied", "rate_limited", "timeout", "cancelled"):
@@ -270,8 +226,10 @@ class TelemetryFilter:
         return connector, target
 
 
-def build(gateway: Gateway) -> TelemetryFilter | None:
-    tracing.configure(gateway.config.telemetry)
-    if not gateway.config.telemetry.metrics and not tracing.enabled():
-        return None
-    return TelemetryFilter(gateway)
+def _mark_failed(span: Span, exc: BaseException, outcome: str) -> None:
+    span.set_attribute("error.type", type(exc).__name__)
+    if isinstance(exc, ProtocolError):
+        span.set_attribute("rpc.response.status_code", str(exc.code))
+    if outcome == "error":
+        span.record_exception(exc)
+    span.set_status(Status(StatusCode.ERROR, str(exc)[:200]))

@@ -5,16 +5,13 @@ a client forever. The deadline comes from the connector's ``timeout_s`` or the g
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.context import CallContext
 from gateway.filters import Handler
 from gateway.protocol.errors import RequestTimeout
 
-if TYPE_CHECKING:
-    from gateway.app import Gateway
-
-__all__ = ["TimeoutFilter", "build"]
+__all__ = ["TimeoutFilter"]
 
 
 class TimeoutFilter:
@@ -28,6 +25,3 @@ class TimeoutFilter:
         except TimeoutError:
             raise RequestTimeout(f"{ctx.method} {ctx.target} timed out after {remaining:.1f}s".replace("  ", " ")) from None
 
-
-def build(gateway: Gateway) -> TimeoutFilter:
-    return TimeoutFilter()

@@ -1,19 +1,27 @@
-"""The gateway's exception tree and the JSON-RPC error codes it maps to.
+"""The gateway's exception tree, the JSON-RPC error codes it maps to, and :func:`map_exceptions`.
 
-Every failure that can reach a client is one of these classes. Third-party exceptions are wrapped
-at the edge that calls the library (see ``map_exceptions`` in each connector); they are converted to
-the wire in exactly one place, :func:`gateway.protocol.jsonrpc.error_response`.
+Every failure that can reach a client is one of these classes. A connector translates the
+exceptions of the libraries it calls (HTTP clients, database drivers, its own pure core) into this
+tree once, at its edge. :func:`map_exceptions` builds that edge: a mapping from third-party
+exception types to gateway exceptions, entered as a context manager around each backend call (the
+OpenAPI and SQL connectors; the MCP connector's edge is its ``UpstreamSession``). Exceptions become
+JSON-RPC errors in exactly one place, :func:`gateway.protocol.jsonrpc.error_from_exception`.
 
-Two families:
+Three families:
 
 * :class:`ProtocolError` and its subclasses become JSON-RPC ``error`` objects.
 * :class:`ToolExecutionError` is raised by a connector whose backend failed while running a tool;
   ``tools/call`` turns it into a result with ``isError: true`` and a message a model can act on.
+* :class:`ConfigError`: invalid configuration (a connector that cannot start, a bad config file).
+
+Anything else that escapes a connector is a bug; the client sees only ``Internal error (<type>)``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, TypeAlias
 
 __all__ = [
     "PARSE_ERROR",
@@ -41,6 +49,9 @@ __all__ = [
     "RequestTimeout",
     "ToolExecutionError",
     "ConfigError",
+    "ExceptionTarget",
+    "ExceptionMap",
+    "map_exceptions",
 ]
 
 # JSON-RPC 2.0 standard codes.
@@ -174,3 +185,80 @@ class ConfigError(GatewayError):
             where += f" (line {line})"
         super().__init__(f"{where}: {message}")
         self.message = message
+
+
+# -- the edge: third-party exceptions -> this tree ------------------------------------------------
+
+ExceptionTarget: TypeAlias = "type[ProtocolError] | Callable[[Exception], BaseException]"
+"""What a third-party exception type maps to: a :class:`ProtocolError` subclass (constructed with
+the exception's text as its message: use it only where that text is fit for a client), or a
+callable that builds the replacement from the exception (any message, any gateway exception; it
+may return the exception itself to let it pass unchanged)."""
+
+
+class ExceptionMap:
+    """The context manager :func:`map_exceptions` returns; also :meth:`translate` for the
+    ``except`` clauses that are control flow (retries, monitors) and must classify without raising.
+
+    Stateless, so one instance can be built at import time and entered by any number of calls at
+    once (``with _EDGE: ...``); building one per call is cheap too, when the messages need the
+    call's own context (an operation name, a URL).
+    """
+
+    __slots__ = ("_pairs",)
+
+    def __init__(self, mapping: Mapping[type[Exception], ExceptionTarget]) -> None:
+        self._pairs: tuple[tuple[type[Exception], ExceptionTarget], ...] = tuple(mapping.items())
+
+    def translate(self, exc: BaseException) -> BaseException:
+        """The gateway exception for ``exc``, or ``exc`` itself when the mapping does not apply:
+        no key matches, ``exc`` is already a :class:`GatewayError`, or it is not an
+        :class:`Exception` at all (``CancelledError``, ``KeyboardInterrupt``, ``SystemExit``)."""
+        if not isinstance(exc, Exception) or isinstance(exc, GatewayError):
+            return exc
+        for source, target in self._pairs:
+            if isinstance(exc, source):
+                if isinstance(target, type):
+                    error: ProtocolError = target(str(exc) or type(exc).__name__)
+                    return error
+                return target(exc)
+        return exc
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc is None:
+            return
+        mapped = self.translate(exc)
+        if mapped is not exc:
+            # from None: logs and audit get the gateway's message (redacted where the connector
+            # must redact), never the backend's chained traceback with its DSNs, SQL text or
+            # credentials. A debugger still finds the original as ``mapped.__context__``.
+            raise mapped from None
+        # Returning None re-raises exc unchanged.
+
+
+def map_exceptions(mapping: Mapping[type[Exception], ExceptionTarget]) -> ExceptionMap:
+    """Re-raise third-party exceptions leaving the block as the gateway exceptions they map to.
+
+    In the style of httpcore's ``_exceptions.map_exceptions``::
+
+        _EDGE = map_exceptions({
+            aiohttp.ClientConnectionError: lambda exc: ToolExecutionError(f"unreachable: {exc}"),
+            TimeoutError: RequestTimeout,
+        })
+
+        with _EDGE:
+            await session.get(url)
+
+    The first key (in the mapping's order) that the exception is an instance of wins, so list
+    subclasses before their bases. The replacement is raised ``from None``, consistently with the
+    rest of the gateway: backend internals stay out of tracebacks in logs. Exceptions no key
+    matches propagate unchanged, and so do those already in the gateway's tree
+    (:class:`ProtocolError`, :class:`ToolExecutionError`, :class:`ConfigError`: translated once,
+    never twice), and so does anything that is not an ``Exception``: ``asyncio.CancelledError``
+    first among them, since a cancellation must always reach the task being cancelled.
+    """
+    return ExceptionMap(mapping)

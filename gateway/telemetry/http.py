@@ -5,7 +5,7 @@
   their own port, which a NetworkPolicy can open to the monitoring namespace alone, and the
   public port does not reveal tool names.
 * :func:`start_metrics_server` serves ``/metrics`` (and a trivial ``/healthz``) on
-  ``telemetry.metrics_port``; the telemetry filter starts it with the gateway and stops it after.
+  ``telemetry.metrics_port``; the gateway starts it and stops it after the last request.
 
 The exposition is rendered in a worker thread: the process collector reads /proc, and a large
 registry takes milliseconds to render, neither of which should stall the event loop serving MCP.
@@ -14,17 +14,14 @@ registry takes milliseconds to render, neither of which should stall the event l
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPENMETRICS_TYPE
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
+from gateway.config import TelemetryConfig
 from gateway.telemetry import metrics
-
-if TYPE_CHECKING:
-    from gateway.app import Gateway
 
 __all__ = ["add_routes", "metrics_handler", "start_metrics_server", "render"]
 
@@ -45,9 +42,8 @@ async def metrics_handler(request: web.Request) -> web.Response:
     return response
 
 
-def add_routes(app: web.Application, gw: Any) -> None:
+def add_routes(app: web.Application, telemetry: TelemetryConfig) -> None:
     """Add ``GET /metrics`` unless metrics are off or served on their own port."""
-    telemetry = gw.config.telemetry
     if not telemetry.metrics or telemetry.metrics_port is not None:
         return
     app.router.add_get("/metrics", metrics_handler)
@@ -57,15 +53,14 @@ async def _healthz(request: web.Request) -> web.Response:
     return web.Response(text="ok")
 
 
-async def start_metrics_server(gw: Gateway) -> web.AppRunner:
-    """Serve ``/metrics`` on ``telemetry.metrics_port`` (same host as the gateway); returns the
-    runner, whose ``cleanup()`` stops it. Port 0 picks a free port: see ``runner.addresses``."""
+async def start_metrics_server(host: str, port: int) -> web.AppRunner:
+    """Serve ``/metrics`` on ``port`` of ``host`` (the gateway's own host); returns the runner,
+    whose ``cleanup()`` stops it. Port 0 picks a free port: see ``runner.addresses``."""
     app = web.Application()
     app.router.add_get("/metrics", metrics_handler)
     app.router.add_get("/healthz", _healthz)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    host = gw.config.gateway.http.host
-    site = web.TCPSite(runner, host, gw.config.telemetry.metrics_port or 0)
+    site = web.TCPSite(runner, host, port)
     await site.start()
     return runner

@@ -15,8 +15,8 @@ Who records what (so each value has exactly one writer):
 
 * ``gateway.filters.telemetry`` — requests, request durations, in-flight requests, rate-limited and
   denied calls (from the outcome of every MCP request, so rejections are counted too).
-* connectors, through ``gateway.telemetry.tracing.backend_call`` (and ``telemetry.sql``) — backend
-  call durations.
+* connectors, through their instrumentation port (``gateway.telemetry.instrumentation``, which
+  calls ``gateway.telemetry.tracing.backend_call``) — backend call durations.
 * ``gateway.audit`` — the ``AUDIT_*`` metrics (queue depth, written, spilled, dropped).
 * ``gateway.filters.ratelimit`` — :data:`RATE_LIMIT_BACKEND_ERRORS`.
 * ``gateway.auth`` — :data:`AUTH_FAILURES` (HTTP requests refused before any session exists).
@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import (
     CollectorRegistry,
@@ -46,6 +46,10 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from connectors.base import Connector
+    from gateway.config import GatewayConfig
 
 __all__ = [
     "REGISTRY",
@@ -217,20 +221,41 @@ def method_label(method: str) -> str:
 
 
 # -- scrape-time state --------------------------------------------------------------------------------
+class ObservedSession(Protocol):
+    @property
+    def transport(self) -> str: ...
+
+
+class ObservedGateway(Protocol):
+    """What the scrape reads of a running gateway (:class:`gateway.app.Gateway` is one)."""
+
+    @property
+    def sessions(self) -> Mapping[str, ObservedSession]: ...
+
+    @property
+    def connectors(self) -> Mapping[str, Connector]: ...
+
+    @property
+    def failed(self) -> Mapping[str, str]: ...
+
+    @property
+    def config(self) -> GatewayConfig: ...
+
+
 class GatewayStateCollector(Collector):
     """Reads live gateways when Prometheus scrapes: sessions by transport, connector up, catalog sizes.
 
-    Gateways register themselves (the telemetry filter does it at start and unregisters at stop);
-    several gateways in one process (tests) are summed, which is what one process would report.
+    Gateways register themselves (at start, and unregister at stop); several gateways in one
+    process (tests) are summed, which is what one process would report.
     """
 
     def __init__(self) -> None:
-        self._gateways: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._gateways: weakref.WeakSet[ObservedGateway] = weakref.WeakSet()
 
-    def add(self, gateway: Any) -> None:
+    def add(self, gateway: ObservedGateway) -> None:
         self._gateways.add(gateway)
 
-    def discard(self, gateway: Any) -> None:
+    def discard(self, gateway: ObservedGateway) -> None:
         self._gateways.discard(gateway)
 
     def describe(self) -> Iterable[GaugeMetricFamily]:
@@ -241,27 +266,21 @@ class GatewayStateCollector(Collector):
         up: dict[tuple[str, str], float] = {}
         items: dict[tuple[str, str], float] = {}
         for gw in list(self._gateways):
-            for session in list(_values(getattr(gw, "sessions", None))):
-                transport = str(getattr(session, "transport", "") or "unknown")
+            for session in list(gw.sessions.values()):
+                transport = session.transport or "unknown"
                 sessions[transport] = sessions.get(transport, 0) + 1
-            for name, conn in list(_items(getattr(gw, "connectors", None))):
+            for name, conn in list(gw.connectors.items()):
                 try:
                     healthy = bool(conn.health().up)
                 except Exception:  # a broken health() must not break the scrape
                     healthy = False
-                up[(name, str(getattr(conn, "kind", "")))] = 1.0 if healthy else 0.0
-                for kind in ("tools", "resources", "resource_templates", "prompts"):
-                    try:
-                        # A connector that is down contributes nothing to the catalog.
-                        count = len(getattr(conn, kind)()) if healthy else 0
-                    except Exception:
-                        count = 0
+                up[(name, conn.kind)] = 1.0 if healthy else 0.0
+                for kind, count in _component_counts(conn, healthy):
                     key = (name, kind)
                     items[key] = items.get(key, 0) + count
-            config = getattr(gw, "config", None)
-            for name in list(getattr(gw, "failed", None) or ()):
-                cfg = config.connector(name) if config is not None else None
-                up[(name, str(getattr(cfg, "type", "")))] = 0.0
+            for name in list(gw.failed):
+                cfg = gw.config.connector(name)
+                up[(name, cfg.type if cfg is not None else "")] = 0.0
         s_fam, up_fam, cat_fam = self._families()
         for transport in ("stdio", "streamable_http", "sse"):
             sessions.setdefault(transport, 0)
@@ -283,17 +302,15 @@ class GatewayStateCollector(Collector):
                                 labels=("connector", "kind"))
 
 
-def _values(container: Any) -> Iterable[Any]:
-    if container is None:
-        return ()
-    values: Iterable[Any] = container.values() if hasattr(container, "values") else container
-    return values
-
-
-def _items(container: Any) -> Iterable[tuple[str, Any]]:
-    if container is None:
-        return ()
-    return container.items() if hasattr(container, "items") else ()
+def _component_counts(conn: Connector, healthy: bool) -> Iterator[tuple[str, int]]:
+    """How many of each kind the connector serves; a connector that is down serves nothing."""
+    accessors = (("tools", conn.tools), ("resources", conn.resources),
+                 ("resource_templates", conn.resource_templates), ("prompts", conn.prompts))
+    for kind, accessor in accessors:
+        try:
+            yield kind, len(accessor()) if healthy else 0
+        except Exception:  # a broken accessor must not break the scrape
+            yield kind, 0
 
 
 STATE = GatewayStateCollector()

@@ -5,7 +5,8 @@ sampled by ``trace_sample_ratio`` and respecting the caller's sampling decision)
 The provider is kept here rather than installed as the global OpenTelemetry provider, so a process
 can reconfigure it (hot reload, tests) and third-party instrumentation cannot hijack it.
 
-Helpers for connectors (all safe to call when tracing is off):
+Helpers (all safe to call when tracing is off; connectors reach them only through the
+instrumentation port, :mod:`gateway.telemetry.instrumentation`):
 
 * ``with backend_call(connector, kind, name, attributes):`` a CLIENT child span of the current MCP
   request plus the ``backend_call_duration_seconds`` observation, in one statement;
@@ -55,7 +56,6 @@ __all__ = [
     "span",
     "backend_call",
     "BackendCall",
-    "upstream_mcp_call",
     "inject",
     "meta_traceparent",
     "current_trace_id",
@@ -322,23 +322,6 @@ def _backend_duration(connector: str, kind: str, outcome: str) -> Any:
         if len(_backend_children) < 4 * metrics.MAX_LABEL_VALUES:
             _backend_children[key] = child
     return child
-
-
-def upstream_mcp_call(connector: str, method: str, params: Mapping[str, Any]) -> Any:
-    """:func:`backend_call` for a request to an upstream MCP server, named and attributed as the
-    MCP semantic conventions ask (``tools/call {tool}``, ``mcp.method.name``, ...)."""
-    if _state.tracer is None:
-        return backend_call(connector, "mcp", method)
-    name = params.get("name") if method in ("tools/call", "prompts/get") else None
-    attrs: dict[str, Any] = {"mcp.method.name": method}
-    if method == "tools/call":
-        attrs["gen_ai.tool.name"] = name
-        attrs["gen_ai.operation.name"] = "execute_tool"
-    elif method == "prompts/get":
-        attrs["gen_ai.prompt.name"] = name
-    elif isinstance(params.get("uri"), str):
-        attrs["mcp.resource.uri"] = params["uri"]
-    return backend_call(connector, "mcp", f"{method} {name}" if isinstance(name, str) else method, attrs)
 
 
 def _record_error(sp: Span, exc: BaseException) -> None:

@@ -2,41 +2,62 @@
 
 Routes: ``/mcp`` (Streamable HTTP), ``/sse`` + ``/messages`` (legacy HTTP+SSE), ``/healthz``
 (liveness: the process serves HTTP), ``/readyz`` (readiness: started and not draining; the body
-lists each connector's health; ``?strict=1`` also fails when any connector is down), and, when
-those modules exist, ``/.well-known/oauth-protected-resource`` and ``/metrics``.
+lists each connector's health; ``?strict=1`` also fails when any connector is down),
+``/.well-known/oauth-protected-resource`` and, unless metrics are off or have a port of their
+own, ``/metrics``.
 
 Guards on the MCP endpoints, before any session is touched: Origin and Host validation against
 DNS rebinding (loopback origins and hosts are always allowed when bound to loopback; others must be
 listed in ``gateway.http.allowed_origins`` / ``allowed_hosts``), the body size limit, and
 authentication (HTTP 401 with ``WWW-Authenticate`` before a session exists).
+
+The app gets an :class:`HttpHost` (the running gateway, seen through what it serves HTTP with),
+read per request where a hot reload replaces things (the config, the authenticator).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import importlib
-import importlib.util
 import ipaddress
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from gateway.config import HttpConfig
-from gateway.context import ANONYMOUS, Principal
+from gateway.auth import Authenticator, Unauthenticated
+from gateway.config import GatewayConfig, HttpConfig
+from gateway.context import Principal
 from gateway.protocol import jsonrpc
 from gateway.protocol.errors import INVALID_REQUEST
+from gateway.telemetry.http import add_routes as add_metrics_routes
 
+from .host import SessionFactory
 from .sse import LegacySSE
 from .streamable_http import StreamableHTTP, rpc_error
 
-__all__ = ["build_app", "GATEWAY_KEY", "HTTP_KEY", "SSE_KEY"]
+__all__ = ["build_app", "HttpHost", "HOST_KEY", "HTTP_KEY", "SSE_KEY"]
 
-GATEWAY_KEY: web.AppKey[Any] = web.AppKey("gateway", object)
+
+class HttpHost(SessionFactory, Protocol):
+    """What the HTTP app needs of the running gateway."""
+
+    @property
+    def config(self) -> GatewayConfig:
+        """The current config (a reload replaces it)."""
+
+    @property
+    def authenticator(self) -> Authenticator:
+        """The current authenticator (a reload replaces it)."""
+
+    def health(self) -> dict[str, Any]:
+        """Readiness detail: ``{"ready": bool, "connectors": {name: {"up": bool, ...}}, ...}``."""
+
+
+HOST_KEY: web.AppKey[HttpHost] = web.AppKey("host", HttpHost)
 HTTP_KEY: web.AppKey[StreamableHTTP] = web.AppKey("streamable_http", StreamableHTTP)
 SSE_KEY: web.AppKey[LegacySSE] = web.AppKey("legacy_sse", LegacySSE)
 
@@ -78,33 +99,26 @@ def _origin_host_refusal(origin: str | None, host_header: str, http: HttpConfig)
 class _Guard:
     """Origin/Host checks and authentication for the MCP endpoints."""
 
-    def __init__(self, gateway: Any) -> None:
-        self.gateway = gateway
+    def __init__(self, host: HttpHost) -> None:
+        self.host = host
 
     def check_origin_host(self, request: web.Request) -> web.Response | None:
         headers = request.headers
-        refusal = _origin_host_refusal(headers.get("Origin"), headers.get("Host", ""), self.gateway.config.gateway.http)
+        refusal = _origin_host_refusal(headers.get("Origin"), headers.get("Host", ""), self.host.config.gateway.http)
         if refusal is not None:
             return rpc_error(403, INVALID_REQUEST, f"Forbidden: {refusal}")
         return None
 
     async def principal(self, request: web.Request) -> Principal | web.Response:
-        authenticator = self.gateway.authenticator
-        if authenticator is None:
-            return ANONYMOUS
         try:
-            return await authenticator.authenticate(request.headers)  # type: ignore[no-any-return]
-        except Exception as exc:
-            header = getattr(exc, "www_authenticate", None)
-            if header is None:
-                raise
-            status = getattr(exc, "status", 401)
+            return await self.host.authenticator.authenticate(request.headers)
+        except Unauthenticated as exc:
             body = jsonrpc.error_response(None, INVALID_REQUEST, f"Unauthorized: {exc}")
-            return web.Response(status=status, body=jsonrpc.dumps(body), content_type="application/json",
-                                headers={"WWW-Authenticate": header})
+            return web.Response(status=exc.status, body=jsonrpc.dumps(body), content_type="application/json",
+                                headers={"WWW-Authenticate": exc.www_authenticate})
 
 
-Endpoint = Callable[[web.Request, Any], Awaitable[web.StreamResponse]]
+Endpoint = Callable[[web.Request, Principal], Awaitable[web.StreamResponse]]
 
 
 def _guarded(guard: _Guard, endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
@@ -112,7 +126,7 @@ def _guarded(guard: _Guard, endpoint: Endpoint) -> Callable[[web.Request], Await
         refused = guard.check_origin_host(request)
         if refused is not None:
             return refused
-        limit = guard.gateway.config.gateway.http.max_body_bytes
+        limit = guard.host.config.gateway.http.max_body_bytes
         if request.content_length is not None and request.content_length > limit:
             return rpc_error(413, INVALID_REQUEST, f"Payload Too Large: over {limit} bytes")
         principal = await guard.principal(request)
@@ -123,22 +137,24 @@ def _guarded(guard: _Guard, endpoint: Endpoint) -> Callable[[web.Request], Await
     return handler
 
 
-def build_app(gateway: Any) -> web.Application:
-    """An aiohttp application serving this gateway (not started)."""
-    max_body = gateway.config.gateway.http.max_body_bytes
-    app = web.Application(client_max_size=max_body)
-    app[GATEWAY_KEY] = gateway
-    streamable = StreamableHTTP(gateway)
-    legacy = LegacySSE(gateway)
+def build_app(host: HttpHost) -> web.Application:
+    """An aiohttp application serving this host (not started). The framing options of
+    ``gateway.http`` (body limit, keepalive, json_response) are read here, once; the Origin/Host
+    allow-lists, the authenticator and the metadata are read per request."""
+    http = host.config.gateway.http
+    app = web.Application(client_max_size=http.max_body_bytes)
+    app[HOST_KEY] = host
+    streamable = StreamableHTTP(host, http)
+    legacy = LegacySSE(host, http)
     app[HTTP_KEY] = streamable
     app[SSE_KEY] = legacy
-    guard = _Guard(gateway)
+    guard = _Guard(host)
 
     async def healthz(request: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
 
     async def readyz(request: web.Request) -> web.Response:
-        health = gateway.health()
+        health = host.health()
         ok = health["ready"]
         if request.query.get("strict") in ("1", "true") and not all(c["up"] for c in health["connectors"].values()):
             ok = False
@@ -153,22 +169,17 @@ def build_app(gateway: Any) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
 
-    if importlib.util.find_spec("gateway.auth") is not None:
-        auth_module = importlib.import_module("gateway.auth")
-        metadata = getattr(auth_module, "protected_resource_metadata", None)
-        if metadata is not None:
-            async def prm(request: web.Request) -> web.Response:
-                base = f"{request.scheme}://{request.host}"
-                return web.json_response(metadata(gateway, base))
+    async def prm(request: web.Request) -> web.Response:
+        base = f"{request.scheme}://{request.host}"
+        return web.json_response(host.authenticator.protected_resource_metadata(base))
 
-            app.router.add_get("/.well-known/oauth-protected-resource", prm)
-            app.router.add_get("/.well-known/oauth-protected-resource/mcp", prm)
-    if importlib.util.find_spec("gateway.telemetry.http") is not None:
-        importlib.import_module("gateway.telemetry.http").add_routes(app, gateway)
+    app.router.add_get("/.well-known/oauth-protected-resource", prm)
+    app.router.add_get("/.well-known/oauth-protected-resource/mcp", prm)
+    add_metrics_routes(app, host.config.telemetry)
 
     async def expire_idle(app: web.Application) -> AsyncIterator[None]:
         async def loop() -> None:
-            idle = gateway.config.gateway.session_idle_timeout_s
+            idle = host.config.gateway.session_idle_timeout_s
             while True:
                 await asyncio.sleep(min(60.0, idle))
                 streamable.expire_idle(time.monotonic(), idle)

@@ -14,11 +14,14 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.config import HttpConfig
+from gateway.context import Principal
 from gateway.protocol import jsonrpc
 from gateway.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from gateway.session import Session
 
 from .common import batch_refused, process_frame
+from .host import SessionFactory
 from .sse_writer import SSEWriter, open_sse
 from .streamable_http import rpc_error
 
@@ -36,14 +39,17 @@ class _SSESession:
 
 
 class LegacySSE:
-    def __init__(self, gateway: Any, messages_path: str = "/messages") -> None:
-        self.gateway = gateway
+    """The /sse and /messages endpoints: sessions from ``sessions``, keepalives from ``http``."""
+
+    def __init__(self, sessions: SessionFactory, http: HttpConfig, messages_path: str = "/messages") -> None:
+        self.sessions = sessions
+        self.http = http
         self.messages_path = messages_path
         self.streams: dict[str, _SSESession] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def get(self, request: web.Request, principal: Any) -> web.StreamResponse:
-        if self.gateway.draining:
+    async def get(self, request: web.Request, principal: Principal) -> web.StreamResponse:
+        if not self.sessions.accepting:
             return rpc_error(503, INTERNAL_ERROR, "Service Unavailable: the gateway is shutting down")
         writer: SSEWriter | None = None
 
@@ -51,13 +57,13 @@ class LegacySSE:
             assert writer is not None
             await writer.send(message)
 
-        session = Session(self.gateway, "sse", send, principal)
+        session = self.sessions.open_session("sse", send, principal)
         writer = await open_sse(request)
         self.streams[session.id] = _SSESession(session, writer)
-        self.gateway.add_session(session)
+        self.sessions.add_session(session)
         try:
             await writer.send_raw(f"event: endpoint\ndata: {self.messages_path}?session_id={session.id}\n\n".encode())
-            await writer.wait_closed(keepalive_s=self.gateway.config.gateway.http.keepalive_s)
+            await writer.wait_closed(keepalive_s=self.http.keepalive_s)
         except ConnectionResetError:
             pass
         finally:
@@ -65,7 +71,7 @@ class LegacySSE:
             await session.close()
         return writer.response
 
-    async def post(self, request: web.Request, principal: Any) -> web.StreamResponse:
+    async def post(self, request: web.Request, principal: Principal) -> web.StreamResponse:
         session_id = request.query.get("session_id")
         if not session_id:
             return rpc_error(400, INVALID_REQUEST, "Bad Request: session_id query parameter is required")

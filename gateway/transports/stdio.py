@@ -15,9 +15,9 @@ from typing import Any, BinaryIO
 
 from gateway.context import Principal
 from gateway.protocol import jsonrpc
-from gateway.session import Session
 
 from .common import batch_refused, process_frame
+from .host import SessionFactory
 
 __all__ = ["serve_stdio", "StdioServer"]
 
@@ -29,13 +29,16 @@ _LINE_LIMIT = 64 * 1024 * 1024
 class StdioServer:
     """Serves one session over a reader/writer pair (stdin/stdout in production, pipes in tests)."""
 
-    def __init__(self, gateway: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.gateway = gateway
+    def __init__(self, sessions: SessionFactory, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 principal: Principal, grace_s: float = 0.0) -> None:
+        """``principal`` is who the process's user is (``auth.stdio_principal``); ``grace_s`` is how
+        long requests still running at end of input may finish (``gateway.shutdown_grace_s``)."""
+        self.sessions = sessions
         self.reader = reader
         self.writer = writer
+        self.grace_s = grace_s
         self._lock = asyncio.Lock()
-        principal = Principal(gateway.config.auth.stdio_principal, kind="stdio")
-        self.session = Session(gateway, "stdio", self._send, principal)
+        self.session = sessions.open_session("stdio", self._send, principal)
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def _send(self, message: dict[str, Any], related_request_id: object = None) -> None:
@@ -60,7 +63,7 @@ class StdioServer:
                 await self._write(extra)
 
     async def serve(self) -> None:
-        self.gateway.add_session(self.session)
+        self.sessions.add_session(self.session)
         try:
             while True:
                 try:
@@ -76,7 +79,7 @@ class StdioServer:
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
             if self._tasks:
-                await asyncio.wait(self._tasks, timeout=self.gateway.config.gateway.shutdown_grace_s or None)
+                await asyncio.wait(self._tasks, timeout=self.grace_s or None)
         finally:
             await self.session.close()
 
@@ -90,7 +93,7 @@ async def _stdio_streams(stdin: BinaryIO, stdout: BinaryIO) -> tuple[asyncio.Str
     return reader, writer
 
 
-async def serve_stdio(gateway: Any) -> None:
+async def serve_stdio(sessions: SessionFactory, principal: Principal, grace_s: float = 0.0) -> None:
     """Serve the process's stdin/stdout until stdin closes."""
     reader, writer = await _stdio_streams(sys.stdin.buffer, sys.stdout.buffer)
-    await StdioServer(gateway, reader, writer).serve()
+    await StdioServer(sessions, reader, writer, principal, grace_s).serve()

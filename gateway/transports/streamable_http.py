@@ -26,12 +26,15 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.config import HttpConfig
+from gateway.context import Principal
 from gateway.protocol import jsonrpc
 from gateway.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from gateway.protocol.versions import is_supported
 from gateway.session import Session
 
 from .common import batch_refused, process_frame
+from .host import SessionFactory
 from .post_stream import PostStream, parse_event_id
 from .sse_writer import SSEWriter, open_sse
 
@@ -78,14 +81,16 @@ class _Channel:
 
 
 class StreamableHTTP:
-    """The /mcp endpoint for one gateway."""
+    """The /mcp endpoint: sessions from ``sessions``, framing options from ``http``."""
 
-    def __init__(self, gateway: Any) -> None:
-        self.gateway = gateway
+    def __init__(self, sessions: SessionFactory, http: HttpConfig) -> None:
+        self.sessions = sessions
+        self.http = http
         self.channels: dict[str, _Channel] = {}
+        self._closing: set[asyncio.Task[None]] = set()
 
     # -- POST ---------------------------------------------------------------------------------
-    async def post(self, request: web.Request, principal: Any) -> web.StreamResponse:
+    async def post(self, request: web.Request, principal: Principal) -> web.StreamResponse:
         version = request.headers.get(VERSION_HEADER)
         if version is not None and not is_supported(version):
             return rpc_error(400, INVALID_REQUEST, f"Bad Request: unsupported {VERSION_HEADER}: {version}")
@@ -104,7 +109,7 @@ class StreamableHTTP:
                     return web.Response(status=400, body=jsonrpc.dumps(messages[0].error), content_type="application/json")
                 return rpc_error(400, INVALID_REQUEST, f"Bad Request: missing {SESSION_HEADER} header "
                                  "(send initialize first)")
-            if self.gateway.draining:
+            if not self.sessions.accepting:
                 return rpc_error(503, INTERNAL_ERROR, "Service Unavailable: the gateway is shutting down")
             return await self._initialize(request, messages[0].message, principal)
         channel = self.channels.get(session_id)
@@ -139,7 +144,7 @@ class StreamableHTTP:
         channel.posts[rid] = post
         channel.streams[post.id] = post
         # A timer, not a task: most requests end long before it fires, and cost no task this way.
-        keepalive_s = self.gateway.config.gateway.http.keepalive_s
+        keepalive_s = self.http.keepalive_s
         timer = asyncio.get_running_loop().call_later(keepalive_s, post.keep_alive, keepalive_s) if can_stream else None
         try:
             reply = await session.handle_request(message, traceparent)
@@ -150,21 +155,21 @@ class StreamableHTTP:
             post.stop_keepalive()
         return await post.finish(reply)
 
-    async def _initialize(self, request: web.Request, message: dict[str, Any], principal: Any) -> web.StreamResponse:
-        channel = _Channel(self.gateway.config.gateway.http.json_response)
-        session = Session(self.gateway, "streamable_http", channel.send, principal)
+    async def _initialize(self, request: web.Request, message: dict[str, Any], principal: Principal) -> web.StreamResponse:
+        channel = _Channel(self.http.json_response)
+        session = self.sessions.open_session("streamable_http", channel.send, principal)
         channel.session = session
         session.caller_authorization = request.headers.get("Authorization")
         reply = await session.handle_request(message, request.headers.get("traceparent"))
         headers = {}
         if reply is not None and "result" in reply:
             self.channels[session.id] = channel
-            self.gateway.add_session(session)
+            self.sessions.add_session(session)
             headers[SESSION_HEADER] = session.id
         return web.Response(body=jsonrpc.dumps(reply), content_type="application/json", headers=headers)
 
     # -- GET ----------------------------------------------------------------------------------
-    async def get(self, request: web.Request, principal: Any) -> web.StreamResponse:
+    async def get(self, request: web.Request, principal: Principal) -> web.StreamResponse:
         if "text/event-stream" not in request.headers.get("Accept", ""):
             return rpc_error(406, INVALID_REQUEST, "Not Acceptable: GET needs Accept: text/event-stream")
         channel = self.channels.get(request.headers.get(SESSION_HEADER, ""))
@@ -174,7 +179,7 @@ class StreamableHTTP:
             return rpc_error(404, INVALID_REQUEST, "Not Found: unknown or expired session")
         if channel.session.principal != principal:
             return rpc_error(403, INVALID_REQUEST, "Forbidden: the session belongs to another principal")
-        keepalive_s = self.gateway.config.gateway.http.keepalive_s
+        keepalive_s = self.http.keepalive_s
         last_event_id = request.headers.get("Last-Event-ID")
         if last_event_id is not None:  # resuming a request's stream (only those carry event ids)
             parsed = parse_event_id(last_event_id)
@@ -195,7 +200,7 @@ class StreamableHTTP:
         return sse.response
 
     # -- DELETE -------------------------------------------------------------------------------
-    async def delete(self, request: web.Request, principal: Any) -> web.StreamResponse:
+    async def delete(self, request: web.Request, principal: Principal) -> web.StreamResponse:
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is None:
             return rpc_error(400, INVALID_REQUEST, f"Bad Request: missing {SESSION_HEADER} header")
@@ -225,4 +230,6 @@ class StreamableHTTP:
             session = channel.session
             if session is not None and channel.get_stream is None and not session.inflight() \
                     and now - session.last_active > idle_s:
-                self.gateway.spawn(self.close_session(sid))
+                task = asyncio.get_running_loop().create_task(self.close_session(sid))
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)

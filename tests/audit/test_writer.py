@@ -28,7 +28,7 @@ def _ctx(i: int, arguments: dict[str, Any] | None = None, principal: str = "alic
                       principal=Principal(principal), target=f"shop_tool{i % 3}",
                       arguments=arguments or {"n": i},
                       traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
-    ctx.notes.update(connector="shop", backend_target=f"tool{i % 3}", backend_status=200)
+    ctx.record.connector, ctx.record.backend_target, ctx.record.backend_status = "shop", f"tool{i % 3}", 200
     return ctx
 
 

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from connectors.base import Connector, ConnectorEvents, ToolSpec
-from gateway.config import ConnectorConfig
+from connectors.config import ConnectorConfig
+from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
+from connectors.registry import ConnectorKind
 from gateway.protocol.errors import InvalidParams
 
 if TYPE_CHECKING:
@@ -30,9 +32,7 @@ if TYPE_CHECKING:
 
     from gateway.context import CallContext
 
-__all__ = ["KitConfig", "KitConnector", "register", "KIND_PATH"]
-
-KIND_PATH = "tests.e2e.testkit:KitConnector"
+__all__ = ["KitConfig", "KitConnector", "register", "KIND"]
 _OBJECT = {"type": "object"}
 
 
@@ -47,7 +47,6 @@ def _tool(name: str, description: str) -> ToolSpec:
 
 class KitConnector(Connector):
     kind = "testkit"
-    config_model = KitConfig
     config: KitConfig
 
     def __init__(self, config: KitConfig, base_dir: Path = Path(".")) -> None:
@@ -60,8 +59,8 @@ class KitConnector(Connector):
         self.cancelled = asyncio.Event()
         self.sessions_seen: list[str] = []
 
-    async def start(self, events: ConnectorEvents) -> None:
-        self.events = events
+    async def start(self, events: ConnectorEvents, instrumentation: Instrumentation = NO_INSTRUMENTATION) -> None:
+        self.attach(events, instrumentation)
 
     def capabilities(self) -> set[str]:
         return {"tools"}
@@ -109,4 +108,7 @@ def register(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make ``type: testkit`` a connector kind for the calling test."""
     from connectors import registry
 
-    monkeypatch.setitem(registry.KINDS, "testkit", KIND_PATH)
+    monkeypatch.setitem(registry.KINDS, "testkit", KIND)
+
+
+KIND = ConnectorKind(lambda: KitConfig, lambda: KitConnector)

@@ -46,7 +46,7 @@ async def _allowed(flt: RateLimitFilter, ctx: CallContext) -> bool:
         return True
     except RateLimited as exc:
         assert exc.data["retryAfterMs"] >= 1
-        assert ctx.notes["outcome"] == "rate_limited"
+        assert ctx.record.outcome == "rate_limited"
         return False
 
 
@@ -114,9 +114,8 @@ async def test_unreachable_redis_fails_as_configured(mode: str, caplog: pytest.L
 
 
 async def test_connector_concurrency_limit() -> None:
-    entry = SimpleNamespace(connector=SimpleNamespace(name="slow"))
-    gw = SimpleNamespace(catalog=SimpleNamespace(tool=lambda name: entry))
-    flt = RateLimitFilter(RateLimitConfig(), gw, {"slow": 1})  # type: ignore[arg-type]
+    slow = SimpleNamespace(name="slow")
+    flt = RateLimitFilter(RateLimitConfig(), lambda method, target: slow, {"slow": 1})  # type: ignore[arg-type,return-value]
     release = asyncio.Event()
     entered = asyncio.Event()
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import aiohttp
 from opentelemetry.trace import SpanKind
 
+from connectors.sql.traced import operation_of
 from gateway.telemetry import tracing
-from gateway.telemetry.sql import operation_of
 from tests.filters.mcp_http import McpHttp
 from tests.support import running_gateway
 from tests.telemetry.metrics_client import scrape

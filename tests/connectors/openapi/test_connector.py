@@ -48,7 +48,7 @@ async def test_results_structured_content_and_http_errors() -> None:
             c = ctx()
             with pytest.raises(ToolExecutionError) as err:
                 await conn.call_tool("getPetById", {"petId": 404}, c)
-            assert err.value.status == 404 and c.notes["backend_status"] == 404
+            assert err.value.status == 404 and c.record.backend_status == 404
             assert "HTTP 404" in err.value.message and "Pet not found" in err.value.message
             assert "k-secret" not in err.value.message
             # Invalid arguments: the model learns which one; nothing is sent.

@@ -38,7 +38,8 @@ def load_doc(path: Path) -> dict[str, Any]:
     raw = path.read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
-    return json.loads(raw)
+    doc: dict[str, Any] = json.loads(raw)
+    return doc
 
 
 class RecordingEvents:
@@ -158,6 +159,7 @@ async def mock_upstream(doc: dict[str, Any], respond: Callable[[web.Request, byt
             out = respond(request, body)
             if asyncio.iscoroutine(out):
                 out = await out
+            assert isinstance(out, web.StreamResponse)
             return out
         return web.json_response({})
 

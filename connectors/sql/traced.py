@@ -1,8 +1,9 @@
 """Tracing for SQL backends: a proxy that puts every statement in a CLIENT span.
 
-``traced_sql(backend, connector)`` wraps a ``connectors.sql.engine.Backend``: ``read_page``,
-``write`` and ``explain`` each run inside :func:`gateway.telemetry.tracing.backend_call` (span
-``{OPERATION}`` with ``db.system.name``, ``db.operation.name`` and the statement text, plus the
+``traced_sql(backend, instrumentation)`` wraps a :class:`connectors.sql.engine.Backend`:
+``read_page``, ``write`` and ``explain`` each run inside the connector's
+:meth:`~connectors.instrumentation.Instrumentation.backend_call` (span ``{OPERATION}`` with
+``db.system.name``, ``db.operation.name`` and the statement text, plus the
 ``backend_call_duration_seconds{kind="sql"}`` observation); every other attribute and method
 (``dialect``, ``row_sql``, ``introspect``, ``dispose`` ...) passes straight through.
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.telemetry.tracing import backend_call
+from connectors.instrumentation import Instrumentation
 
 __all__ = ["TracedSQLBackend", "traced_sql", "operation_of", "MAX_STATEMENT"]
 
@@ -32,11 +33,11 @@ def operation_of(sql: str) -> str:
 
 
 class TracedSQLBackend:
-    __slots__ = ("_inner", "_connector", "_system")
+    __slots__ = ("_inner", "_instrumentation", "_system")
 
-    def __init__(self, inner: Any, connector: str) -> None:
+    def __init__(self, inner: Any, instrumentation: Instrumentation) -> None:
         self._inner = inner
-        self._connector = connector
+        self._instrumentation = instrumentation
         dialect = str(getattr(inner, "dialect", ""))
         self._system = _SYSTEMS.get(dialect, dialect or "other_sql")
 
@@ -49,19 +50,19 @@ class TracedSQLBackend:
 
     async def read_page(self, sql: str, args: Sequence[Any], offset: int, limit: int, timeout_s: float) -> Any:
         op = operation_of(sql)
-        with backend_call(self._connector, "sql", op, self._attrs(sql, op)):
+        with self._instrumentation.backend_call(op, self._attrs(sql, op)):
             return await self._inner.read_page(sql, args, offset, limit, timeout_s)
 
     async def write(self, sql: str, args: Sequence[Any], limit: int, timeout_s: float) -> Any:
         op = operation_of(sql)
-        with backend_call(self._connector, "sql", op, self._attrs(sql, op)):
+        with self._instrumentation.backend_call(op, self._attrs(sql, op)):
             return await self._inner.write(sql, args, limit, timeout_s)
 
     async def explain(self, sql: str, args: Sequence[Any], analyze: bool, timeout_s: float) -> Any:
-        with backend_call(self._connector, "sql", "EXPLAIN", self._attrs(sql, "EXPLAIN")):
+        with self._instrumentation.backend_call("EXPLAIN", self._attrs(sql, "EXPLAIN")):
             return await self._inner.explain(sql, args, analyze, timeout_s)
 
 
-def traced_sql(backend: Any, connector: str) -> Any:
+def traced_sql(backend: Any, instrumentation: Instrumentation) -> Any:
     """``backend`` with its statements traced and timed (typed as the backend it wraps)."""
-    return TracedSQLBackend(backend, connector)
+    return TracedSQLBackend(backend, instrumentation)

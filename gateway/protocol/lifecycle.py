@@ -1,0 +1,146 @@
+"""The lifecycle of one downstream MCP session, as a pure state machine (in the style of h11's ``_state``).
+
+Contract: this module holds state and answers questions; it never performs I/O, never awaits and
+imports only the standard library and :mod:`gateway.protocol.errors` (itself stdlib-only). The
+session that owns a lifecycle asks :meth:`Lifecycle.admit` before serving each request, writes the
+refusal it gets back as a JSON-RPC error, and reports what happened (``initialized``, ``close``).
+
+:class:`SessionLifecycle` encodes the stateful revisions (2024-11-05 .. 2025-11-25)::
+
+    NEW --initialize succeeded--> READY --close--> CLOSED     (close is allowed from any state)
+
+* ``ping`` is admitted in NEW and READY (liveness is answered even before ``initialize``).
+* ``initialize`` is admitted only in NEW; in READY it is refused with "Session already initialized".
+  The session is READY as soon as ``initialize`` succeeds: clients may pipeline requests before
+  ``notifications/initialized``. A failed ``initialize`` (bad params) does not call
+  :meth:`SessionLifecycle.initialized`, so the session stays NEW.
+* Any other request in NEW is refused: "Session not initialized: send initialize before {method}".
+* In CLOSED every request is refused and notifications to the client are dropped
+  (:attr:`SessionLifecycle.can_notify` is false). ``close`` is idempotent.
+
+All refusals use JSON-RPC Invalid Request (-32600).
+
+Revision 2026-07-28 is stateless: no handshake, and every request carries its protocol version in
+``_meta``. A ``StatelessLifecycle`` (not written yet) will implement the same :class:`Lifecycle`
+protocol: it starts READY, judges each request on its own ``params`` (hence the optional
+``params`` argument of ``admit``, which :class:`SessionLifecycle` ignores) and refuses a missing or
+unsupported version with its own code.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from gateway.protocol.errors import INVALID_REQUEST, ProtocolError
+
+__all__ = ["SessionState", "Admission", "ADMITTED", "LifecycleError", "Lifecycle", "SessionLifecycle"]
+
+
+class SessionState(enum.StrEnum):
+    """Where a session is; string values so ``state == "ready"`` keeps working for old callers."""
+
+    NEW = "new"
+    READY = "ready"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """The answer to "may this request be served now?"; a refusal carries its JSON-RPC error."""
+
+    allowed: bool
+    code: int | None = None
+    message: str | None = None
+
+    @classmethod
+    def refuse(cls, message: str, code: int = INVALID_REQUEST) -> Admission:
+        return cls(False, code, message)
+
+    def check(self) -> None:
+        """Raise :class:`LifecycleError` if this is a refusal; do nothing otherwise."""
+        if not self.allowed:
+            raise LifecycleError(self)
+
+
+ADMITTED = Admission(True)
+
+
+class LifecycleError(ProtocolError):
+    """A request or transition the lifecycle refuses; reaches the client as a JSON-RPC error."""
+
+    def __init__(self, admission: Admission) -> None:
+        if admission.allowed or admission.code is None or admission.message is None:
+            raise ValueError("LifecycleError needs a refusal with a code and a message")
+        super().__init__(admission.message, code=admission.code)
+        self.admission = admission
+
+
+@runtime_checkable
+class Lifecycle(Protocol):
+    """What a session needs from any lifecycle, stateful or stateless."""
+
+    @property
+    def state(self) -> SessionState: ...
+
+    def admit(self, method: str, params: Mapping[str, Any] | None = None) -> Admission: ...
+
+    def close(self) -> bool: ...
+
+
+_CLOSED = Admission.refuse("Session is closed")
+_ALREADY_INITIALIZED = Admission.refuse("Session already initialized")
+
+
+class SessionLifecycle:
+    """NEW → READY → CLOSED for one session of a stateful protocol revision (see the module doc)."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self) -> None:
+        self._state = SessionState.NEW
+
+    def __repr__(self) -> str:
+        return f"SessionLifecycle(state={self._state.value!r})"
+
+    @property
+    def state(self) -> SessionState:
+        return self._state
+
+    @property
+    def can_notify(self) -> bool:
+        """Whether notifications to the client are sent (anything but CLOSED) or dropped."""
+        return self._state is not SessionState.CLOSED
+
+    def admit(self, method: str, params: Mapping[str, Any] | None = None) -> Admission:
+        """Whether a request for ``method`` may be served in the current state; changes nothing."""
+        if self._state is SessionState.CLOSED:
+            return _CLOSED
+        if method == "ping":
+            return ADMITTED
+        if method == "initialize":
+            return ADMITTED if self._state is SessionState.NEW else _ALREADY_INITIALIZED
+        if self._state is SessionState.NEW:
+            return Admission.refuse(f"Session not initialized: send initialize before {method}")
+        return ADMITTED
+
+    def initialized(self) -> None:
+        """NEW → READY, once ``initialize`` has succeeded.
+
+        Raises :class:`LifecycleError` (and changes nothing) when the session is not NEW: another
+        ``initialize`` won the race ("Session already initialized"), or the session was closed.
+        """
+        if self._state is SessionState.CLOSED:
+            raise LifecycleError(_CLOSED)
+        if self._state is not SessionState.NEW:
+            raise LifecycleError(_ALREADY_INITIALIZED)
+        self._state = SessionState.READY
+
+    def close(self) -> bool:
+        """Any state → CLOSED; True the first time, False if already closed (idempotent)."""
+        if self._state is SessionState.CLOSED:
+            return False
+        self._state = SessionState.CLOSED
+        return True
