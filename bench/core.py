@@ -41,7 +41,7 @@ BODIES = {
     "ping": json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode(),
     "tools/list": json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode(),
 }
-_EXTRA_TOOLS = 4  # testkit's slow, progress, sample and log tools
+_EXTRA_TOOLS = 5  # testkit's slow, progress, sample, log and ask tools
 
 
 def _free_port() -> int:

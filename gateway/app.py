@@ -34,17 +34,21 @@ from gateway.auth import Authenticator
 from gateway.auth.apikeys import secret_digests
 from gateway.catalog import Catalog
 from gateway.config import AuthConfig, GatewayConfig
-from gateway.context import LocalHandler, Principal
-from gateway.dispatch import Dispatcher
+from gateway.context import CallContext, LocalHandler, Principal
+from gateway.dispatch import MODERN_CATALOG_METHODS, CacheHints, Dispatcher
 from gateway.filters import Filter
 from gateway.filters.audit import AuditFilter
 from gateway.filters.auth import AccessFilter
 from gateway.filters.ratelimit import RateLimitFilter
 from gateway.filters.telemetry import TelemetryFilter
 from gateway.filters.timeout import TimeoutFilter
+from gateway.listeners import Listeners
+from gateway.mrtr import ParkedCalls
 from gateway.policy import AccessPolicy
 from gateway.protocol.cursors import CursorCodec
-from gateway.protocol.errors import ConfigError
+from gateway.protocol.errors import ConfigError, ProtocolError
+from gateway.protocol.request_state import RequestStateCodec
+from gateway.protocol.versions import MODERN_VERSIONS
 from gateway.session import Send, Session
 from gateway.subscriptions import Subscriptions
 from gateway.telemetry import metrics, tracing
@@ -129,11 +133,16 @@ class Gateway:
         self.config = config
         self.catalog = Catalog(config.gateway.page_size, CursorCodec(config.gateway.cursor_secret))
         self.subscriptions = Subscriptions(self.catalog, self.spawn)
+        self.listeners = Listeners(self.subscriptions)
+        # 2026-07-28: calls parked for a client's MRTR retry, and the seal of their requestState
+        # (cursor_secret: replicas sharing it accept each other's states).
+        self.parked = ParkedCalls(config.gateway.request_timeout_s)
+        self.request_states = RequestStateCodec(config.gateway.cursor_secret)
         self.connectors: dict[str, Connector] = {}
         self.failed: dict[str, str] = {}
         self.sessions: dict[str, Session] = {}
         self.filters: list[Filter] = []
-        self.dispatcher = Dispatcher(self.catalog, self.subscriptions, config.gateway.request_timeout_s)
+        self.dispatcher = self._dispatcher([])
         # Anonymous until start(): the configured keys load with the filter chain.
         self.authenticator = Authenticator(AuthConfig(), name=config.gateway.name)
         self.ready = False
@@ -201,8 +210,16 @@ class Gateway:
                 await start()
         old, self.filters = self.filters, filters
         self.authenticator = authenticator
-        self.dispatcher = Dispatcher(self.catalog, self.subscriptions, self.config.gateway.request_timeout_s, filters)
+        self.dispatcher = self._dispatcher(filters)
         await self._stop_filters(old)
+
+    def _dispatcher(self, filters: list[Filter]) -> Dispatcher:
+        cfg = self.config
+        # Listings differ between principals when access rules hide things: then they are private.
+        hints = CacheHints(cfg.gateway.cache_ttl_s, private_listings=bool(cfg.access))
+        return Dispatcher(self.catalog, self.subscriptions, cfg.gateway.request_timeout_s, filters,
+                          server_info={"name": cfg.gateway.name, "version": cfg.gateway.version},
+                          cache=hints)
 
     async def _stop_filters(self, filters: list[Filter]) -> None:
         for flt in reversed(filters):
@@ -263,9 +280,8 @@ class Gateway:
             await self._install_filters()
             if old.telemetry != new.telemetry:
                 await self._start_metrics()
-        else:  # a connector's timeout_s or max_concurrency may have changed
-            self.dispatcher = Dispatcher(self.catalog, self.subscriptions, new.gateway.request_timeout_s,
-                                         self.filters)
+        else:  # a connector's timeout_s, the identity or the cache hints may have changed
+            self.dispatcher = self._dispatcher(self.filters)
         self._announce(changed)
         log.info("config reloaded: started %s, stopped %s, kept %s", sorted(started), to_stop, kept)
         return {"started": sorted(started), "stopped": to_stop, "kept": kept}
@@ -296,8 +312,10 @@ class Gateway:
             await asyncio.wait(tasks, timeout=remaining)
 
     async def stop(self, grace_s: float | None = None) -> None:
+        self.listeners.close_all()
         if not self.draining:
             await self.drain(grace_s)
+        self.parked.close()
         for session in list(self.sessions.values()):
             await session.close()
         for task in list(self._background):
@@ -369,6 +387,9 @@ class Gateway:
         for session in list(self.sessions.values()):
             if session.state == "ready":
                 self.spawn(session.notify(method, params))
+        if params is None:  # list_changed: also to 2026-07-28 clients listening for it
+            for delivery in self.listeners.broadcast(method):
+                self.spawn(delivery)
 
     def schedule_rebuild(self) -> None:
         """Coalesce change reports: one rebuild per loop iteration however many arrive."""
@@ -382,6 +403,30 @@ class Gateway:
     def _announce(self, changed: set[str]) -> None:
         for method in sorted({_LIST_CHANGED[k] for k in changed}):
             self.broadcast(method)
+
+    # -- 2026-07-28: what a modern request needs (StatelessHost, ModernHost) ----------------------
+    def knows(self, method: str) -> bool:
+        return method in MODERN_CATALOG_METHODS or method in self._modern_methods()
+
+    def modern_method(self, method: str) -> LocalHandler | None:
+        return self._modern_methods().get(method)
+
+    def _modern_methods(self) -> dict[str, LocalHandler]:
+        return {"server/discover": self._discover, "subscriptions/listen": self.listeners.listen}
+
+    async def _discover(self, ctx: CallContext) -> dict[str, Any]:
+        cfg = self.config.gateway
+        result: dict[str, Any] = {"supportedVersions": list(MODERN_VERSIONS), "capabilities": self.capabilities()}
+        if cfg.instructions:
+            result["instructions"] = cfg.instructions
+        return result
+
+    def tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        try:
+            schema = self.catalog.tool(name).wire.get("inputSchema")
+        except ProtocolError:
+            return None
+        return schema if isinstance(schema, dict) else None
 
     # -- health -------------------------------------------------------------------------------
     def health(self) -> dict[str, Any]:

@@ -124,7 +124,7 @@ async def _stdio(args: argparse.Namespace) -> int:
     await gateway.start()
     try:
         await serve_stdio(gateway, Principal(config.auth.stdio_principal, kind="stdio"),
-                          config.gateway.shutdown_grace_s)
+                          config.gateway.shutdown_grace_s, modern=gateway)
     finally:
         await gateway.stop(grace_s=0)
     return 0

@@ -68,6 +68,8 @@ class GatewaySection(Model):
     http: HttpConfig = HttpConfig()
     # Shared by replicas so that any of them accepts a cursor another one issued.
     cursor_secret: str | None = None
+    # 2026-07-28 cacheable results (listings, resources/read, server/discover) carry ttlMs from this.
+    cache_ttl_s: float = Field(60.0, ge=0)
     request_timeout_s: float = Field(60.0, gt=0)
     session_idle_timeout_s: float = Field(3600.0, gt=0)
     shutdown_grace_s: float = Field(20.0, ge=0)

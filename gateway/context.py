@@ -44,13 +44,16 @@ Visibility = Callable[[str, str], bool]
 
 
 class SessionHandle(Protocol):
-    """What connectors and filters may use of a downstream session."""
+    """What connectors and filters may use of a downstream session: a legacy session, or one
+    request of a 2026-07-28 client (which has no session; its ``id`` names the request)."""
 
     id: str
     transport: str
     protocol_version: str
     client_info: dict[str, Any]
     client_capabilities: dict[str, Any]
+    principal: Principal
+    caller_authorization: str | None
 
     async def notify(self, method: str, params: dict[str, Any] | None = None,
                      related_request_id: str | int | None = None) -> None: ...

@@ -8,27 +8,63 @@ methods through :data:`ROUTES`, a table from method to the function that resolve
 the catalog and calls the owning connector, recording the connector and local target in
 ``ctx.record`` for audit and telemetry.
 
-The dispatcher holds exactly what it uses: the catalog, the subscriptions, the filter chain and
-the default request timeout. It knows nothing of transports or of the gateway object.
+The dispatcher holds exactly what it uses: the catalog, the subscriptions, the filter chain, the
+default request timeout, the server's identity and the cache hints. It knows nothing of
+transports or of the gateway object. Results are shaped for the caller's revision at the end
+(:mod:`gateway.protocol.revisions`): 2026-07-28 callers get ``resultType``, ``ttlMs``/
+``cacheScope`` and ``serverInfo``; older ones lose what their revision does not know.
+
+Multi round-trip requests: a connector may answer ``input_required`` (a 2026-07-28 upstream
+asking for sampling, elicitation or roots). A 2026-07-28 caller gets that result (its
+``requestState`` sealed by :mod:`gateway.stateless`); for an older caller the dispatcher asks
+the client itself, over its session, and calls the connector again with the answers — at most
+:data:`MAX_INPUT_ROUNDS` times.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from gateway.catalog import Catalog
-from gateway.context import CallContext, LocalHandler
+from gateway.context import CallContext, LocalHandler, SessionHandle
 from gateway.filters import Filter, Handler, compose
 from gateway.protocol.errors import InvalidParams, MethodNotFound, ProtocolError, ToolExecutionError
-from gateway.protocol.shaping import shape_result
+from gateway.protocol.revisions import CacheHint, revision
+from gateway.protocol.versions import LATEST_LEGACY_VERSION, is_modern
 from gateway.subscriptions import Subscriptions
 
-if TYPE_CHECKING:
-    from gateway.session import Session
+__all__ = ["Dispatcher", "CacheHints", "CATALOG_METHODS", "MODERN_CATALOG_METHODS", "ROUTES", "MAX_INPUT_ROUNDS"]
 
-__all__ = ["Dispatcher", "CATALOG_METHODS", "ROUTES"]
+# Rounds of input requests one call of an older client may go through (a hostile upstream could
+# otherwise keep asking forever).
+MAX_INPUT_ROUNDS = 8
+_INPUT_METHODS = frozenset({"sampling/createMessage", "elicitation/create", "roots/list"})
+
+
+@dataclass(frozen=True, slots=True)
+class CacheHints:
+    """How long 2026-07-28 clients may cache results, and for whom: listings are ``public`` unless
+    access rules make them differ between principals; resource contents are always ``private``."""
+
+    ttl_s: float = 60.0
+    private_listings: bool = False
+
+    def for_method(self, method: str) -> CacheHint | None:
+        ttl_ms = int(self.ttl_s * 1000)
+        if method == "resources/read":
+            return CacheHint(ttl_ms, "private")
+        if method in _CACHEABLE:
+            return CacheHint(ttl_ms, "private" if self.private_listings else "public")
+        if method == "server/discover":  # the same for every caller
+            return CacheHint(ttl_ms, "public")
+        return None
+
+
+_CACHEABLE = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
 
 
 def _str_param(params: dict[str, Any], key: str, method: str) -> str:
@@ -89,8 +125,12 @@ async def _call_tool(d: Dispatcher, ctx: CallContext) -> dict[str, Any]:
     entry = d.catalog.tool(ctx.target)
     record = ctx.record
     record.connector, record.backend_target = entry.connector.name, entry.local
+
+    async def call(c: CallContext) -> dict[str, Any]:
+        return await entry.connector.call_tool(entry.local, c.arguments, c)
+
     try:
-        result = await entry.connector.call_tool(entry.local, ctx.arguments, ctx)
+        result = await _with_input_rounds(ctx, call)
     except ToolExecutionError as exc:
         record.backend_status = exc.status
         record.outcome = "tool_error"
@@ -103,7 +143,39 @@ async def _call_tool(d: Dispatcher, ctx: CallContext) -> dict[str, Any]:
 async def _get_prompt(d: Dispatcher, ctx: CallContext) -> dict[str, Any]:
     entry = d.catalog.prompt(ctx.target)
     ctx.record.connector, ctx.record.backend_target = entry.connector.name, entry.local
-    return await entry.connector.get_prompt(entry.local, ctx.arguments, ctx)
+
+    async def call(c: CallContext) -> dict[str, Any]:
+        return await entry.connector.get_prompt(entry.local, c.arguments, c)
+
+    return await _with_input_rounds(ctx, call)
+
+
+async def _with_input_rounds(ctx: CallContext, call: Callable[[CallContext], Awaitable[dict[str, Any]]]
+                             ) -> dict[str, Any]:
+    """Call the connector; when it answers ``input_required`` and the caller is an older client,
+    ask the client over its session and call again with its answers (module doc)."""
+    result = await call(ctx)
+    if result.get("resultType") != "input_required" or is_modern(ctx.session.protocol_version):
+        return result
+    for _round in range(MAX_INPUT_ROUNDS):
+        requests = result.get("inputRequests") or {}
+        if not isinstance(requests, dict):
+            raise InvalidParams("the backend asked for input in a malformed inputRequests")
+        responses: dict[str, Any] = {}
+        for key, request in requests.items():
+            method = request.get("method") if isinstance(request, dict) else None
+            if method not in _INPUT_METHODS:
+                raise MethodNotFound(f"the backend asked for an input of unknown kind {method!r}")
+            responses[key] = await ctx.session.request(method, request.get("params"),
+                                                       related_request_id=ctx.request_id, timeout=ctx.remaining())
+        params = {k: v for k, v in ctx.params.items() if k not in ("inputResponses", "requestState")}
+        params["inputResponses"] = responses
+        if isinstance(result.get("requestState"), str):
+            params["requestState"] = result["requestState"]
+        result = await call(dataclasses.replace(ctx, params=params))
+        if result.get("resultType") != "input_required":
+            return result
+    raise InvalidParams(f"the backend asked for input more than {MAX_INPUT_ROUNDS} times in one call")
 
 
 async def _complete(d: Dispatcher, ctx: CallContext) -> dict[str, Any]:
@@ -120,7 +192,11 @@ async def _complete(d: Dispatcher, ctx: CallContext) -> dict[str, Any]:
 async def _read_resource(d: Dispatcher, ctx: CallContext) -> dict[str, Any]:
     connector, local, _ = d.catalog.resource_owner(ctx.target)
     ctx.record.connector, ctx.record.backend_target = connector.name, local
-    result = await connector.read_resource(local, ctx)
+
+    async def call(c: CallContext) -> dict[str, Any]:
+        return await connector.read_resource(local, c)
+
+    result = await _with_input_rounds(ctx, call)
     if local != ctx.target:  # namespaced URI: show clients the URI they asked for
         for item in result.get("contents", ()):
             if item.get("uri") == local:
@@ -155,20 +231,29 @@ ROUTES: dict[str, Route] = {
     "resources/unsubscribe": _unsubscribe,
 }
 CATALOG_METHODS = frozenset(ROUTES)
+# 2026-07-28 has no resources/subscribe or unsubscribe (subscriptions/listen replaces them).
+MODERN_CATALOG_METHODS = CATALOG_METHODS - {"resources/subscribe", "resources/unsubscribe"}
+# Long-lived by design: no request deadline.
+_UNBOUNDED = frozenset({"subscriptions/listen"})
 
 
 class Dispatcher:
     """Routes requests through the filter chain to the catalog (or to a session method)."""
 
     def __init__(self, catalog: Catalog, subscriptions: Subscriptions, request_timeout_s: float,
-                 filters: Sequence[Filter] = ()) -> None:
+                 filters: Sequence[Filter] = (), server_info: dict[str, Any] | None = None,
+                 cache: CacheHints | None = None) -> None:
         self.catalog = catalog
         self.subscriptions = subscriptions
         self.request_timeout_s = request_timeout_s
+        self.server_info = server_info
+        self.cache = cache or CacheHints()
         self.filters = tuple(filters)
         self.handler: Handler = compose(self.filters, self._endpoint)
 
-    def _timeout(self, method: str, target: str) -> float:
+    def _timeout(self, method: str, target: str) -> float | None:
+        if method in _UNBOUNDED:
+            return None
         if method not in ("tools/call", "prompts/get"):
             return self.request_timeout_s
         connector = self.catalog.owner(method, target)
@@ -176,7 +261,7 @@ class Dispatcher:
             return self.request_timeout_s
         return connector.config.timeout_s or self.request_timeout_s
 
-    async def dispatch(self, session: Session, request_id: str | int, method: str, params: dict[str, Any],
+    async def dispatch(self, session: SessionHandle, request_id: str | int, method: str, params: dict[str, Any],
                        traceparent: str | None = None, local: LocalHandler | None = None) -> dict[str, Any]:
         """Run one request through the chain. ``local`` serves a session method (initialize,
         logging/setLevel) at the end of the chain instead of the catalog.
@@ -203,6 +288,7 @@ class Dispatcher:
                 progress_token = token
             if isinstance(meta.get("traceparent"), str):
                 traceparent = meta["traceparent"]
+        timeout = self._timeout(method, target)
         ctx = CallContext(
             session=session,
             method=method,
@@ -211,7 +297,7 @@ class Dispatcher:
             principal=session.principal,
             target=target,
             arguments=arguments,
-            deadline=time.monotonic() + self._timeout(method, target),
+            deadline=None if timeout is None else time.monotonic() + timeout,
             traceparent=traceparent,
             progress_token=progress_token,
             caller_authorization=session.caller_authorization,
@@ -219,7 +305,8 @@ class Dispatcher:
             local=local if rejection is None else None,
         )
         result = await self.handler(ctx)
-        return shape_result(method, result, session.protocol_version)
+        return revision(session.protocol_version or LATEST_LEGACY_VERSION).shape_result(
+            method, result, cache=self.cache.for_method(method), server_info=self.server_info)
 
     async def _endpoint(self, ctx: CallContext) -> dict[str, Any]:
         """The innermost handler: a refusal, a session method, or the catalog and connectors."""

@@ -84,10 +84,10 @@ def test_list_json_with_tools_in_process(tmp_path: Path, monkeypatch: pytest.Mon
     assert main(["list", str(path), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     live = asyncio.run(_live_listing(text, tmp_path))
-    assert printed == live and len(printed["tools"]) == 16
+    assert printed == live and len(printed["tools"]) == 17
     assert main(["list", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "tools (16):" in out and "  kit_echo_000  - Echo number 0" in out and "prompts (0):" in out
+    assert "tools (17):" in out and "  kit_echo_000  - Echo number 0" in out and "prompts (0):" in out
 
 
 def test_list_text_and_failed_connectors(tmp_path: Path) -> None:
@@ -193,3 +193,33 @@ def test_stdio_keeps_stdout_for_the_protocol_even_with_audit_on_stdout(tmp_path:
     assert [r.get("id") for r in replies] == [1, 2] and all(r["jsonrpc"] == "2.0" for r in replies)
     audit_lines = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith('{"event_id"')]
     assert [e["method"] for e in audit_lines] == ["initialize", "prompts/get"]
+
+
+def test_stdio_serves_both_eras_on_one_pipe(tmp_path: Path) -> None:
+    """The 2026-07-28 ``server/discover`` probe and stateless requests are answered on the same
+    stdin/stdout as a legacy session (initialize first), each by its own rules."""
+    config = tmp_path / "gateway.yaml"
+    config.write_text("audit: {enabled: false}\n"
+                      "connectors:\n  - {name: team, type: static, prompts: [{name: hi, messages: [{text: hello}]}]}\n")
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    requests = [
+        {"jsonrpc": "2.0", "id": "d", "method": "server/discover", "params": {"_meta": meta}},
+        {"jsonrpc": "2.0", "id": "m", "method": "prompts/get", "params": {"name": "team_hi", "_meta": meta}},
+        {"jsonrpc": "2.0", "id": "u", "method": "prompts/get",
+         "params": {"name": "team_hi", "_meta": {**meta, "io.modelcontextprotocol/protocolVersion": "1900-01-01"}}},
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "team_hi"}},
+    ]
+    proc = subprocess.run([sys.executable, "-m", "gateway.cli", "stdio", "--config", str(config)],
+                          input="".join(json.dumps(r) + "\n" for r in requests), capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    replies = {r["id"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert replies["d"]["result"]["supportedVersions"] == ["2026-07-28"]
+    assert replies["m"]["result"]["resultType"] == "complete"
+    assert replies["m"]["result"]["messages"][0]["content"]["text"] == "hello"
+    assert replies["u"]["error"]["code"] == -32022
+    assert replies[1]["result"]["protocolVersion"] == "2025-11-25"
+    assert "resultType" not in replies[2]["result"]

@@ -201,3 +201,31 @@ async def test_a_failing_send_does_not_break_the_sender(gateway: Gateway) -> Non
     await session.notify("notifications/tools/list_changed")  # swallowed
     reply = await session.handle_request(_req(1, "ping"))
     assert reply == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+async def test_an_older_client_answers_a_backend_that_asks_the_new_way(gateway: Gateway) -> None:
+    """A connector answering ``input_required`` (a 2026-07-28 upstream) meets a 2025-11-25 client:
+    the gateway asks the client over its session, round after round, and calls again."""
+    session, rec = await _ready(gateway, caps={"elicitation": {}})
+    answered: set[str] = set()
+    call = asyncio.create_task(session.handle_request(_req("a", "tools/call", {"name": "kit_ask",
+                                                                                "arguments": {"rounds": 2}})))
+    for name in ("ada", "grace"):
+        async with asyncio.timeout(5), rec.arrived:
+            await rec.arrived.wait_for(lambda: any(m.get("method") == "elicitation/create" and m["id"] not in answered
+                                                   for m, _ in rec.sent))
+        message, related = next((m, r) for m, r in rec.sent if m.get("method") == "elicitation/create"
+                                and m["id"] not in answered)
+        assert related == "a" and message["params"]["mode"] == "form"
+        answered.add(message["id"])
+        session.handle_response({"jsonrpc": "2.0", "id": message["id"],
+                                 "result": {"action": "accept", "content": {"name": name}}})
+    reply = await asyncio.wait_for(call, 5)
+    assert reply is not None and reply["result"]["content"][0]["text"] == "answers: ada,grace"
+    assert "resultType" not in reply["result"]  # an older client never sees the new fields
+
+
+async def test_an_older_client_without_the_capability_gets_an_error_not_a_hang(gateway: Gateway) -> None:
+    session, _ = await _ready(gateway)
+    reply = await asyncio.wait_for(session.handle_request(_req("b", "tools/call", {"name": "kit_ask"})), 5)
+    assert reply is not None and ("error" in reply or reply["result"].get("isError"))

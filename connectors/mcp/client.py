@@ -34,7 +34,7 @@ from gateway.protocol.errors import (
     RequestTimeout,
 )
 from gateway.protocol.jsonrpc import error_from_exception, result_response
-from gateway.protocol.versions import LATEST_VERSION, SUPPORTED_VERSIONS
+from gateway.protocol.versions import LATEST_LEGACY_VERSION, LEGACY_VERSIONS
 
 from .transport import ClientTransport, Deliver, OnLost, SessionExpired, TransportClosed
 
@@ -89,14 +89,14 @@ class UpstreamSession:
             async with asyncio.timeout(timeout_s):
                 await self.transport.connect()
                 result = await self.request("initialize", {
-                    "protocolVersion": LATEST_VERSION,
+                    "protocolVersion": LATEST_LEGACY_VERSION,
                     "capabilities": self._capabilities,
                     "clientInfo": self._client_info,
                 }, cancellable=False)
             version = result.get("protocolVersion")
-            if version not in SUPPORTED_VERSIONS:
+            if version not in LEGACY_VERSIONS:
                 raise BackendUnavailable(f"upstream {self.name} speaks protocol {version!r}, which the gateway "
-                                         f"does not support ({', '.join(SUPPORTED_VERSIONS)})")
+                                         f"does not support ({', '.join(LEGACY_VERSIONS)})")
             self.protocol_version = version
             self.transport.protocol_version = version
             self.server_capabilities = result.get("capabilities") or {}

@@ -1,4 +1,6 @@
-"""Sans-IO protocol core: JSON-RPC framing, MCP versions, error codes and cursors.
+"""Sans-IO protocol core: JSON-RPC framing, MCP versions and revisions (:mod:`.revisions`: every wire
+difference between revisions in one table), error codes, ``_meta`` fields, Streamable HTTP request
+headers, signed cursors and MRTR request state, and the session lifecycles.
 
 Nothing in this package performs I/O or imports asyncio networking, aiohttp or database drivers.
 """

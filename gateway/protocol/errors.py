@@ -19,9 +19,11 @@ Anything else that escapes a connector is a bug; the client sees only ``Internal
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeAlias
+
+from .versions import LEGACY_VERSIONS, MODERN_VERSIONS
 
 __all__ = [
     "PARSE_ERROR",
@@ -35,6 +37,9 @@ __all__ = [
     "BACKEND_UNAVAILABLE",
     "REQUEST_CANCELLED",
     "REQUEST_TIMEOUT",
+    "HEADER_MISMATCH",
+    "MISSING_CLIENT_CAPABILITY",
+    "UNSUPPORTED_PROTOCOL_VERSION",
     "GatewayError",
     "ProtocolError",
     "ParseError",
@@ -47,6 +52,9 @@ __all__ = [
     "RateLimited",
     "BackendUnavailable",
     "RequestTimeout",
+    "HeaderMismatch",
+    "MissingRequiredClientCapability",
+    "UnsupportedProtocolVersion",
     "ToolExecutionError",
     "ConfigError",
     "ExceptionTarget",
@@ -68,6 +76,12 @@ BACKEND_UNAVAILABLE = -32004
 REQUEST_TIMEOUT = -32001
 RATE_LIMITED = -32029
 REQUEST_CANCELLED = -32800
+# MCP 2026-07-28 ("Error Codes"): -32020..-32099 is reserved for codes the specification defines.
+# How each revision puts these codes on the wire (remapping what it forbids) is
+# :meth:`gateway.protocol.revisions.Revision.error_code`.
+HEADER_MISMATCH = -32020
+MISSING_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
 class GatewayError(Exception):
@@ -150,6 +164,51 @@ class BackendUnavailable(ProtocolError):
 
 class RequestTimeout(ProtocolError):
     code = REQUEST_TIMEOUT
+
+
+class HeaderMismatch(ProtocolError):
+    """Streamable HTTP (2026-07-28): a request metadata header is missing, malformed, or does not
+    match the body (HTTP 400). The message names the header; it starts with "Header mismatch:"."""
+
+    code = HEADER_MISMATCH
+
+
+class MissingRequiredClientCapability(ProtocolError):
+    """Serving the request needs a client capability its ``_meta`` did not declare (HTTP 400);
+    ``data.requiredCapabilities`` lists them, shaped like ``ClientCapabilities``."""
+
+    code = MISSING_CLIENT_CAPABILITY
+
+    def __init__(self, required: Mapping[str, Any], message: str | None = None) -> None:
+        caps = {name: dict(value) if isinstance(value, Mapping) else {} for name, value in required.items()}
+        super().__init__(message or f"Missing required client capability: {', '.join(caps)}",
+                         {"requiredCapabilities": caps})
+        self.required = caps
+
+
+_MAX_ECHO = 100  # a client-chosen string echoed back is cut, so an error stays small
+
+
+class UnsupportedProtocolVersion(ProtocolError):
+    """A request's protocol version is unknown, malformed, or not one this path serves (HTTP 400).
+
+    ``data`` is ``{"supported": [...], "requested": ...}`` as the schema's
+    ``UnsupportedProtocolVersionError`` defines it; ``supported`` defaults to every revision the
+    gateway speaks, newest first (as in the specification's example). ``requested`` is ``None``
+    when the request carried no usable version string; ``data`` then omits it.
+    """
+
+    code = UNSUPPORTED_PROTOCOL_VERSION
+
+    def __init__(self, requested: str | None, supported: Sequence[str] | None = None) -> None:
+        versions = list(supported) if supported is not None else [*MODERN_VERSIONS[::-1], *LEGACY_VERSIONS[::-1]]
+        data: dict[str, Any] = {"supported": versions}
+        if requested is not None:
+            requested = requested[:_MAX_ECHO]
+            data["requested"] = requested
+        super().__init__("Unsupported protocol version", data)
+        self.requested = requested
+        self.supported = tuple(versions)
 
 
 class ToolExecutionError(GatewayError):

@@ -1,7 +1,7 @@
 """The lifecycle of one downstream MCP session, as a pure state machine (in the style of h11's ``_state``).
 
 Contract: this module holds state and answers questions; it never performs I/O, never awaits and
-imports only the standard library and :mod:`gateway.protocol.errors` (itself stdlib-only). The
+imports only the standard library and the pure :mod:`gateway.protocol` modules. The
 session that owns a lifecycle asks :meth:`Lifecycle.admit` before serving each request, writes the
 refusal it gets back as a JSON-RPC error, and reports what happened (``initialized``, ``close``).
 
@@ -18,13 +18,24 @@ refusal it gets back as a JSON-RPC error, and reports what happened (``initializ
 * In CLOSED every request is refused and notifications to the client are dropped
   (:attr:`SessionLifecycle.can_notify` is false). ``close`` is idempotent.
 
-All refusals use JSON-RPC Invalid Request (-32600).
+All its refusals use JSON-RPC Invalid Request (-32600). A refusal (:class:`Admission`) carries a
+code, a message and, where the error defines one, ``data``.
 
 Revision 2026-07-28 is stateless: no handshake, and every request carries its protocol version in
-``_meta``. A ``StatelessLifecycle`` (not written yet) will implement the same :class:`Lifecycle`
-protocol: it starts READY, judges each request on its own ``params`` (hence the optional
-``params`` argument of ``admit``, which :class:`SessionLifecycle` ignores) and refuses a missing or
-unsupported version with its own code.
+``_meta``. :class:`StatelessLifecycle` implements the same :class:`Lifecycle` protocol for it::
+
+    READY --close--> CLOSED
+
+* It starts READY and stays READY: nothing a request does changes it.
+* ``initialize`` is admitted (a dual-era server serves it: the transport hands it to a legacy
+  session, so this lifecycle is not the one that judges it).
+* Given ``params``, a request is judged on its own ``_meta``
+  (:func:`gateway.protocol.meta.require_request_meta`): a missing or malformed required field is
+  refused with -32602, an unsupported version with -32022 and its ``data``. Without ``params``
+  only the method is judged, against the latest modern revision.
+* A method the request's revision does not define (``ping``, ``logging/setLevel``,
+  ``resources/subscribe``/``unsubscribe``, anything unknown) is refused with -32601.
+* In CLOSED every request is refused ("Session is closed", -32600), as above.
 """
 
 from __future__ import annotations
@@ -34,9 +45,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from gateway.protocol.errors import INVALID_REQUEST, ProtocolError
+from gateway.protocol.errors import INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
+from gateway.protocol.meta import require_request_meta
+from gateway.protocol.revisions import revision
+from gateway.protocol.versions import LATEST_VERSION
 
-__all__ = ["SessionState", "Admission", "ADMITTED", "LifecycleError", "Lifecycle", "SessionLifecycle"]
+__all__ = ["SessionState", "Admission", "ADMITTED", "LifecycleError", "Lifecycle", "SessionLifecycle",
+           "StatelessLifecycle"]
 
 
 class SessionState(enum.StrEnum):
@@ -54,10 +69,16 @@ class Admission:
     allowed: bool
     code: int | None = None
     message: str | None = None
+    data: Any = None
 
     @classmethod
-    def refuse(cls, message: str, code: int = INVALID_REQUEST) -> Admission:
-        return cls(False, code, message)
+    def refuse(cls, message: str, code: int = INVALID_REQUEST, data: Any = None) -> Admission:
+        return cls(False, code, message, data)
+
+    @classmethod
+    def from_error(cls, exc: ProtocolError) -> Admission:
+        """The refusal that reports ``exc`` (code, message and data)."""
+        return cls(False, exc.code, exc.message, exc.data)
 
     def check(self) -> None:
         """Raise :class:`LifecycleError` if this is a refusal; do nothing otherwise."""
@@ -74,7 +95,7 @@ class LifecycleError(ProtocolError):
     def __init__(self, admission: Admission) -> None:
         if admission.allowed or admission.code is None or admission.message is None:
             raise ValueError("LifecycleError needs a refusal with a code and a message")
-        super().__init__(admission.message, code=admission.code)
+        super().__init__(admission.message, admission.data, code=admission.code)
         self.admission = admission
 
 
@@ -140,6 +161,49 @@ class SessionLifecycle:
 
     def close(self) -> bool:
         """Any state → CLOSED; True the first time, False if already closed (idempotent)."""
+        if self._state is SessionState.CLOSED:
+            return False
+        self._state = SessionState.CLOSED
+        return True
+
+
+class StatelessLifecycle:
+    """READY → CLOSED for a connection of a stateless protocol revision (see the module doc)."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self) -> None:
+        self._state = SessionState.READY
+
+    def __repr__(self) -> str:
+        return f"StatelessLifecycle(state={self._state.value!r})"
+
+    @property
+    def state(self) -> SessionState:
+        return self._state
+
+    @property
+    def can_notify(self) -> bool:
+        return self._state is not SessionState.CLOSED
+
+    def admit(self, method: str, params: Mapping[str, Any] | None = None) -> Admission:
+        """Whether a request for ``method`` (with ``params``, when given) may be served."""
+        if self._state is SessionState.CLOSED:
+            return _CLOSED
+        if method == "initialize":
+            return ADMITTED
+        version = LATEST_VERSION
+        if params is not None:
+            try:
+                version = require_request_meta(params).version
+            except ProtocolError as exc:
+                return Admission.from_error(exc)
+        if not revision(version).knows(method):
+            return Admission.refuse(f"Method not found: {method}", METHOD_NOT_FOUND)
+        return ADMITTED
+
+    def close(self) -> bool:
+        """READY → CLOSED; True the first time, False if already closed (idempotent)."""
         if self._state is SessionState.CLOSED:
             return False
         self._state = SessionState.CLOSED

@@ -1,45 +1,65 @@
-"""MCP protocol revisions the gateway speaks, and version negotiation."""
+"""MCP protocol revisions the gateway speaks, and the ``initialize`` negotiation.
+
+Two eras (specification 2026-07-28, "Versioning and Compatibility"):
+
+* **legacy** revisions (:data:`LEGACY_VERSIONS`) open a session with an ``initialize`` handshake;
+* **modern** revisions (:data:`MODERN_VERSIONS`) carry the version in every request's ``_meta``.
+
+The gateway is dual-era. :func:`negotiate` answers ``initialize`` and therefore only ever returns a
+legacy version. What differs on the wire per revision lives in :mod:`gateway.protocol.revisions`.
+"""
 
 from __future__ import annotations
 
-__all__ = ["SUPPORTED_VERSIONS", "LATEST_VERSION", "negotiate", "is_supported",
-           "allows_batches", "supports"]
+__all__ = [
+    "LEGACY_VERSIONS",
+    "MODERN_VERSIONS",
+    "SUPPORTED_VERSIONS",
+    "LATEST_VERSION",
+    "LATEST_LEGACY_VERSION",
+    "negotiate",
+    "is_supported",
+    "is_modern",
+    "is_legacy",
+    "allows_batches",
+]
 
-SUPPORTED_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-LATEST_VERSION = SUPPORTED_VERSIONS[-1]
+LEGACY_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
+SUPPORTED_VERSIONS: tuple[str, ...] = LEGACY_VERSIONS + MODERN_VERSIONS  # oldest → newest
+LATEST_VERSION = MODERN_VERSIONS[-1]
+LATEST_LEGACY_VERSION = LEGACY_VERSIONS[-1]
+
+_BATCH_VERSIONS = frozenset({"2025-03-26"})
 
 
 def is_supported(version: str) -> bool:
+    """Whether ``version`` is any revision the gateway speaks (legacy or modern)."""
     return version in SUPPORTED_VERSIONS
 
 
+def is_modern(version: str) -> bool:
+    """Whether ``version`` is a stateless revision (per-request ``_meta``, no handshake)."""
+    return version in MODERN_VERSIONS
+
+
+def is_legacy(version: str) -> bool:
+    """Whether ``version`` is a revision negotiated by ``initialize``."""
+    return version in LEGACY_VERSIONS
+
+
 def negotiate(requested: object) -> str:
-    """The server's answer to ``initialize``: the client's version if we speak it, else our latest."""
-    if isinstance(requested, str) and requested in SUPPORTED_VERSIONS:
+    """The server's answer to ``initialize``: the client's version if it is a legacy revision we
+    speak, else :data:`LATEST_LEGACY_VERSION` (never a modern one: modern revisions have no
+    ``initialize``, so a client that sends it is speaking a legacy revision)."""
+    if isinstance(requested, str) and requested in LEGACY_VERSIONS:
         return requested
-    return LATEST_VERSION
+    return LATEST_LEGACY_VERSION
 
 
 def allows_batches(version: str) -> bool:
-    """JSON-RPC batches exist only in revision 2025-03-26 (removed in 2025-06-18)."""
-    return version == "2025-03-26"
+    """JSON-RPC batches exist only in revision 2025-03-26 (removed in 2025-06-18).
 
-
-def supports(version: str, feature: str) -> bool:
-    """Whether ``feature`` exists at ``version``; used to shape results at the edge.
-
-    Features: ``structuredContent``/``outputSchema``/``title``/``resource_link`` (2025-06-18+),
-    ``annotations``/``audio``/``completions`` (2025-03-26+), ``icons`` (2025-11-25).
+    Kept for existing callers; new code asks ``revision(version).batches``, which is built from it.
     """
-    since = {
-        "annotations": "2025-03-26",
-        "audio": "2025-03-26",
-        "completions": "2025-03-26",
-        "structuredContent": "2025-06-18",
-        "outputSchema": "2025-06-18",
-        "title": "2025-06-18",
-        "resource_link": "2025-06-18",
-        "elicitation": "2025-06-18",
-        "icons": "2025-11-25",
-    }.get(feature)
-    return since is None or version >= since
+    return version in _BATCH_VERSIONS

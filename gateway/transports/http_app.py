@@ -36,14 +36,15 @@ from gateway.protocol.errors import INVALID_REQUEST
 from gateway.telemetry.http import add_routes as add_metrics_routes
 
 from .host import SessionFactory
+from .modern_http import ModernHost, ModernHTTP
 from .sse import LegacySSE
 from .streamable_http import StreamableHTTP, rpc_error
 
 __all__ = ["build_app", "HttpHost", "HOST_KEY", "HTTP_KEY", "SSE_KEY"]
 
 
-class HttpHost(SessionFactory, Protocol):
-    """What the HTTP app needs of the running gateway."""
+class HttpHost(SessionFactory, ModernHost, Protocol):
+    """What the HTTP app needs of the running gateway: legacy sessions, modern requests, and:"""
 
     @property
     def config(self) -> GatewayConfig:
@@ -144,7 +145,7 @@ def build_app(host: HttpHost) -> web.Application:
     http = host.config.gateway.http
     app = web.Application(client_max_size=http.max_body_bytes)
     app[HOST_KEY] = host
-    streamable = StreamableHTTP(host, http)
+    streamable = StreamableHTTP(host, http, ModernHTTP(host, http))
     legacy = LegacySSE(host, http)
     app[HTTP_KEY] = streamable
     app[SSE_KEY] = legacy

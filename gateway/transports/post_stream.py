@@ -11,6 +11,9 @@ whose connection broke resumes with ``GET`` and ``Last-Event-ID``: it receives w
 then the rest of the stream, response included. Sessions at revision 2025-11-25 or later get a
 priming event (an id, no data) as the stream opens, so even a cut before the first message can be
 resumed (SEP-1699). A response nobody collected is kept for :data:`UNCOLLECTED_S` seconds.
+
+Revision 2026-07-28 has no resumption: its streams are made with ``resumable=False`` and carry
+no event ids, no priming event and keep nothing once sent.
 """
 
 from __future__ import annotations
@@ -48,10 +51,10 @@ class PostStream:
     """One request's reply channel. ``on_done`` is called once nothing more can be resumed."""
 
     __slots__ = ("request", "id", "can_stream", "sse", "_live", "_opening", "_keeper", "_prime", "_events",
-                 "_bytes", "_seq", "_oldest", "_done", "_delivered", "_on_done", "_forget")
+                 "_bytes", "_seq", "_oldest", "_done", "_delivered", "_on_done", "_forget", "_resumable")
 
     def __init__(self, request: web.Request, stream_id: str, can_stream: bool, protocol_version: str,
-                 on_done: Callable[[PostStream], None]) -> None:
+                 on_done: Callable[[PostStream], None], resumable: bool = True) -> None:
         self.request = request
         self.id = stream_id
         self.can_stream = can_stream
@@ -59,7 +62,8 @@ class PostStream:
         self._live: SSEWriter | None = None  # where events go now: the POST's, or a resuming GET's
         self._opening: asyncio.Future[SSEWriter] | None = None
         self._keeper: asyncio.Task[None] | None = None
-        self._prime = protocol_version >= _PRIMING_SINCE
+        self._resumable = resumable
+        self._prime = resumable and protocol_version >= _PRIMING_SINCE
         self._events: collections.deque[tuple[int, bytes]] = collections.deque()
         self._bytes = 0
         self._seq = 0
@@ -89,10 +93,13 @@ class PostStream:
 
     async def send(self, message: dict[str, Any]) -> None:
         await self._stream()
-        self._seq += 1
-        seq = self._seq
-        frame = f"id: {self.id}:{seq}\nevent: message\ndata: ".encode() + jsonrpc.dumps(message) + b"\n\n"
-        self._keep(seq, frame)
+        if self._resumable:
+            self._seq += 1
+            seq = self._seq
+            frame = f"id: {self.id}:{seq}\nevent: message\ndata: ".encode() + jsonrpc.dumps(message) + b"\n\n"
+            self._keep(seq, frame)
+        else:
+            frame = b"event: message\ndata: " + jsonrpc.dumps(message) + b"\n\n"
         live = self._live
         if live is None:
             return  # the client is away: kept for its resumption
@@ -153,7 +160,7 @@ class PostStream:
             await live.close()  # the POST's stream, or a resuming GET's (whose handler then returns)
         if self.sse is not live:
             await self.sse.close()
-        if self._delivered:
+        if self._delivered or not self._resumable:
             self._on_done(self)
         else:  # the client is away: keep the response a while for its resumption
             self._forget = asyncio.get_running_loop().call_later(UNCOLLECTED_S, self._on_done, self)

@@ -4,6 +4,11 @@ stdout carries protocol messages and nothing else (logging goes to stderr, confi
 CLI). Every line is answered independently: a malformed line gets its JSON-RPC error and the
 session continues. Requests run concurrently so that ``notifications/cancelled`` and pings are
 served while a slow tool call is in flight.
+
+Both eras on one pipe: a request whose ``params._meta`` names a protocol version is a 2026-07-28
+request, served statelessly (:class:`~gateway.stateless.StatelessSession`, the ``server/discover``
+probe included); ``notifications/cancelled`` cancels it by id. Everything else belongs to the
+process's legacy session (``initialize`` first).
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from typing import Any, BinaryIO
 
 from gateway.context import Principal
 from gateway.protocol import jsonrpc
+from gateway.protocol.errors import InvalidRequest, ProtocolError
+from gateway.protocol.meta import PROTOCOL_VERSION, parse_request_meta
+from gateway.stateless import StatelessHost, StatelessSession
 
 from .common import batch_refused, process_frame
 from .host import SessionFactory
@@ -30,10 +38,14 @@ class StdioServer:
     """Serves one session over a reader/writer pair (stdin/stdout in production, pipes in tests)."""
 
     def __init__(self, sessions: SessionFactory, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 principal: Principal, grace_s: float = 0.0) -> None:
+                 principal: Principal, grace_s: float = 0.0, modern: StatelessHost | None = None) -> None:
         """``principal`` is who the process's user is (``auth.stdio_principal``); ``grace_s`` is how
-        long requests still running at end of input may finish (``gateway.shutdown_grace_s``)."""
+        long requests still running at end of input may finish (``gateway.shutdown_grace_s``);
+        ``modern`` serves 2026-07-28 requests (None: legacy only)."""
         self.sessions = sessions
+        self.modern = modern
+        self.principal = principal
+        self._modern_inflight: dict[str | int, asyncio.Task[dict[str, Any]]] = {}
         self.reader = reader
         self.writer = writer
         self.grace_s = grace_s
@@ -52,6 +64,9 @@ class StdioServer:
 
     async def _handle_line(self, line: bytes) -> None:
         messages, was_batch = jsonrpc.parse(line)
+        if self.modern is not None and not was_batch and len(messages) == 1:
+            if await self._modern(messages[0]):
+                return
         refused = batch_refused(self.session, was_batch)
         if refused is not None:
             await self._write(refused)
@@ -61,6 +76,47 @@ class StdioServer:
             await self._write(replies if was_batch else replies[0])
             for extra in replies[1:] if not was_batch else ():
                 await self._write(extra)
+
+    async def _modern(self, incoming: jsonrpc.Incoming) -> bool:
+        """Serve a 2026-07-28 request, or cancel one; False when the message is the legacy session's."""
+        message = incoming.message
+        if incoming.kind == "notification" and message.get("method") == "notifications/cancelled":
+            params = message.get("params") or {}
+            rid = params.get("requestId") if isinstance(params, dict) else None
+            task = self._modern_inflight.get(rid) if isinstance(rid, (str, int)) else None
+            if task is None:
+                return False  # perhaps the legacy session's request
+            task.cancel()
+            return True
+        if incoming.kind != "request":
+            return False
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if not isinstance(meta, dict) or PROTOCOL_VERSION not in meta:
+            return False
+        assert self.modern is not None
+        rid = message["id"]
+        try:
+            parsed = parse_request_meta(params)  # type: ignore[arg-type]
+            if rid in self._modern_inflight:
+                raise InvalidRequest(f"Request id {rid!r} is already in use")
+            assert parsed is not None  # it names a protocol version
+        except ProtocolError as exc:
+            await self._write(jsonrpc.error_from_exception(rid, exc))
+            return True
+        session = StatelessSession(self.modern, "stdio", self._send, self.principal, parsed)
+        task = asyncio.ensure_future(session.handle_request(message))
+        self._modern_inflight[rid] = task
+        try:
+            reply = await task
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise
+            return True  # cancelled by the client: no response, as the spec asks
+        finally:
+            self._modern_inflight.pop(rid, None)
+        await self._write(reply)
+        return True
 
     async def serve(self) -> None:
         self.sessions.add_session(self.session)
@@ -93,7 +149,8 @@ async def _stdio_streams(stdin: BinaryIO, stdout: BinaryIO) -> tuple[asyncio.Str
     return reader, writer
 
 
-async def serve_stdio(sessions: SessionFactory, principal: Principal, grace_s: float = 0.0) -> None:
+async def serve_stdio(sessions: SessionFactory, principal: Principal, grace_s: float = 0.0,
+                      modern: StatelessHost | None = None) -> None:
     """Serve the process's stdin/stdout until stdin closes."""
     reader, writer = await _stdio_streams(sys.stdin.buffer, sys.stdout.buffer)
-    await StdioServer(sessions, reader, writer, principal, grace_s).serve()
+    await StdioServer(sessions, reader, writer, principal, grace_s, modern).serve()

@@ -13,6 +13,9 @@
 * GET opens the session's stream for unrelated server messages (list_changed, resource updates),
   or with ``Last-Event-ID`` resumes a request's stream; DELETE ends the session.
 * ``MCP-Protocol-Version`` must name a supported revision when present.
+* Revision 2026-07-28 is served on the same endpoint, statelessly: a POST whose
+  ``MCP-Protocol-Version`` header or body ``_meta`` names it goes to :mod:`.modern_http`
+  (no session is created or required; an ``Mcp-Session-Id`` it carries is ignored).
 
 Every HTTP-level refusal carries a JSON-RPC error body, so clients always get valid JSON-RPC.
 """
@@ -29,12 +32,14 @@ from aiohttp import web
 from gateway.config import HttpConfig
 from gateway.context import Principal
 from gateway.protocol import jsonrpc
-from gateway.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
-from gateway.protocol.versions import is_supported
+from gateway.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, UnsupportedProtocolVersion
+from gateway.protocol.meta import PROTOCOL_VERSION
+from gateway.protocol.versions import is_modern, is_supported
 from gateway.session import Session
 
 from .common import batch_refused, process_frame
 from .host import SessionFactory
+from .modern_http import ModernHTTP
 from .post_stream import PostStream, parse_event_id
 from .sse_writer import SSEWriter, open_sse
 
@@ -49,6 +54,16 @@ VERSION_HEADER = "MCP-Protocol-Version"
 def rpc_error(status: int, code: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(status=status, body=jsonrpc.dumps(jsonrpc.error_response(None, code, message)),
                         content_type="application/json", headers=headers)
+
+
+def _names_modern(messages: list[jsonrpc.Incoming]) -> bool:
+    """Whether a POST without a modern version header still speaks 2026-07-28 in its body (it is
+    then refused for the missing header, rather than mistaken for a legacy request)."""
+    if len(messages) != 1 or messages[0].kind != "request":
+        return False
+    params = messages[0].message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and PROTOCOL_VERSION in meta
 
 
 class _Channel:
@@ -83,9 +98,10 @@ class _Channel:
 class StreamableHTTP:
     """The /mcp endpoint: sessions from ``sessions``, framing options from ``http``."""
 
-    def __init__(self, sessions: SessionFactory, http: HttpConfig) -> None:
+    def __init__(self, sessions: SessionFactory, http: HttpConfig, modern: ModernHTTP | None = None) -> None:
         self.sessions = sessions
         self.http = http
+        self.modern = modern
         self.channels: dict[str, _Channel] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -93,12 +109,18 @@ class StreamableHTTP:
     async def post(self, request: web.Request, principal: Principal) -> web.StreamResponse:
         version = request.headers.get(VERSION_HEADER)
         if version is not None and not is_supported(version):
-            return rpc_error(400, INVALID_REQUEST, f"Bad Request: unsupported {VERSION_HEADER}: {version}")
+            error = UnsupportedProtocolVersion(version)
+            return web.Response(status=400, body=jsonrpc.dumps(jsonrpc.error_from_exception(None, error)),
+                                content_type="application/json")
         accept = request.headers.get("Accept", "")
         if accept and "application/json" not in accept and "text/event-stream" not in accept and "*/*" not in accept:
             return rpc_error(406, INVALID_REQUEST, "Not Acceptable: accept application/json and text/event-stream")
         body = await request.read()
         messages, was_batch = jsonrpc.parse(body)
+        if self.modern is not None and (is_modern(version or "") or _names_modern(messages)):
+            if not self.sessions.accepting:
+                return rpc_error(503, INTERNAL_ERROR, "Service Unavailable: the gateway is shutting down")
+            return await self.modern.post(request, principal, messages, was_batch)
         session_id = request.headers.get(SESSION_HEADER)
         channel: _Channel | None = None
         if session_id is None:

@@ -13,7 +13,7 @@ def test_bench_core_runs_with_tiny_sizes() -> None:
                            "--tools", "3"], capture_output=True, text=True, timeout=90, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
-    assert "tools/list = 7 tools" in lines[0]
+    assert "tools/list = 8 tools" in lines[0]
     rows = [line.split() for line in lines[3:-1]]
     assert [(r[0], r[1]) for r in rows] == [("ping", "sequential"), ("ping", "2"), ("tools/list", "sequential"),
                                             ("tools/list", "2")]

@@ -42,7 +42,7 @@ async def test_tools_pagination_and_call(transport: str) -> None:
             if cursor is None:
                 break
         expected = sorted([f"kit_echo_{i:03d}" for i in range(20)] + [f"z.echo_{i:03d}" for i in range(2)]
-                          + [f"{p}{n}" for p in ("kit_", "z.") for n in ("slow", "progress", "sample", "log")])
+                          + [f"{p}{n}" for p in ("kit_", "z.") for n in ("slow", "progress", "sample", "log", "ask")])
         assert names == expected
         result = await session.call_tool("z.echo_001", {"b": 2, "a": 1})
         assert not result.isError

@@ -78,8 +78,9 @@ async def test_protocol_version_header(gw: RunningGateway, http: aiohttp.ClientS
     session = await initialize(http, gw.mcp_url)
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     async with session.post(ping, **{"MCP-Protocol-Version": "1999-01-01"}) as resp:
-        assert resp.status == 400
-        assert (await resp.json())["error"]["code"] == -32600
+        assert resp.status == 400  # UnsupportedProtocolVersion, listing what is served (2026-07-28)
+        error = (await resp.json())["error"]
+        assert error["code"] == -32022 and "2025-11-25" in error["data"]["supported"]
     async with session.post(ping, **{"MCP-Protocol-Version": "2025-03-26"}) as resp:
         assert resp.status == 200  # a supported revision is fine
     # initialize with an unknown revision negotiates the latest one

@@ -7,7 +7,10 @@ a config can say ``type: testkit``. Its tools:
 * ``slow``: blocks until cancelled (or ``seconds`` pass), recording ``started`` / ``cancelled``;
 * ``progress``: sends ``steps`` progress notifications for its request, then returns;
 * ``sample``: asks the requesting client for ``sampling/createMessage`` and returns its text;
-* ``log``: sends one ``notifications/message`` at the given level to the requesting session.
+* ``log``: sends one ``notifications/message`` at the given level to the requesting session;
+* ``ask``: answers like a 2026-07-28 server asking for input (MRTR): ``input_required`` with an
+  elicitation request and its own ``requestState`` until it is called again with both, then
+  the elicited answer (``rounds`` times in a row: ``rounds: 2`` asks twice).
 
 :meth:`KitConnector.add_tool` adds a tool at run time and reports the change, which drives
 ``list_changed`` broadcasts. Events are ``asyncio.Event`` objects so tests wait on them instead of
@@ -53,11 +56,13 @@ class KitConnector(Connector):
         super().__init__(config, base_dir)
         specs = [_tool(f"echo_{i:03d}", f"Echo number {i}") for i in range(config.tools)]
         specs += [_tool("slow", "Blocks until cancelled"), _tool("progress", "Reports progress"),
-                  _tool("sample", "Asks the client to sample"), _tool("log", "Logs one message")]
+                  _tool("sample", "Asks the client to sample"), _tool("log", "Logs one message"),
+                  _tool("ask", "Asks the client for input the 2026-07-28 way")]
         self._tools = tuple(specs)
         self.started = asyncio.Event()
         self.cancelled = asyncio.Event()
         self.sessions_seen: list[str] = []
+        self.answers: list[str] = []
 
     async def start(self, events: ConnectorEvents, instrumentation: Instrumentation = NO_INSTRUMENTATION) -> None:
         self.attach(events, instrumentation)
@@ -98,10 +103,34 @@ class KitConnector(Connector):
                 related_request_id=ctx.request_id)
             text = reply.get("content", {}).get("text", "")
             return {"content": [{"type": "text", "text": f"sampled: {text}"}]}
+        if name == "ask":
+            return self._ask(arguments, ctx)
         if name == "log":
             await ctx.log(str(arguments.get("level", "info")), arguments.get("data", "hello"), logger="testkit")
             return {"content": [{"type": "text", "text": "logged"}]}
         raise InvalidParams(f"Unknown tool: {name}")
+
+
+    def _ask(self, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        """MRTR as an upstream does it: the state says which round this is; answers accumulate."""
+        rounds = int(arguments.get("rounds", 1))
+        state = ctx.params.get("requestState")
+        responses = ctx.params.get("inputResponses") or {}
+        done = 0
+        if isinstance(state, str) and state.startswith("kit-round-"):
+            done = int(state.removeprefix("kit-round-"))
+            reply = responses.get(f"q{done}") or {}
+            if reply.get("action") != "accept":
+                return {"content": [{"type": "text", "text": f"declined at round {done}"}], "isError": True}
+            self.answers.append(str((reply.get("content") or {}).get("name")))
+            done += 1
+        if done >= rounds:
+            return {"content": [{"type": "text", "text": "answers: " + ",".join(self.answers[-rounds:])}]}
+        return {"resultType": "input_required", "requestState": f"kit-round-{done}",
+                "inputRequests": {f"q{done}": {"method": "elicitation/create", "params": {
+                    "mode": "form", "message": f"Your name (round {done + 1})",
+                    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}},
+                                        "required": ["name"]}}}}}
 
 
 def register(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -119,9 +119,9 @@ def test_negotiation() -> None:
     for version in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"):
         assert versions.negotiate(version) == version
         assert versions.is_supported(version)
-    assert versions.negotiate("2099-01-01") == versions.LATEST_VERSION == "2025-11-25"
-    assert versions.negotiate(None) == versions.LATEST_VERSION
-    assert versions.negotiate(20250618) == versions.LATEST_VERSION
+    assert versions.negotiate("2099-01-01") == versions.LATEST_LEGACY_VERSION == "2025-11-25"
+    assert versions.negotiate(None) == versions.LATEST_LEGACY_VERSION
+    assert versions.negotiate(20250618) == versions.LATEST_LEGACY_VERSION
     assert not versions.is_supported("2025-06-17")
     assert versions.allows_batches("2025-03-26")
     assert not any(versions.allows_batches(v) for v in ("2024-11-05", "2025-06-18", "2025-11-25"))

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from gateway.protocol.errors import INVALID_REQUEST, InvalidRequest, ProtocolError
+from gateway.protocol.errors import INVALID_REQUEST, InvalidRequest, ProtocolError, UnsupportedProtocolVersion
 from gateway.protocol.lifecycle import (
     ADMITTED,
     Admission,
@@ -14,7 +14,9 @@ from gateway.protocol.lifecycle import (
     LifecycleError,
     SessionLifecycle,
     SessionState,
+    StatelessLifecycle,
 )
+from gateway.protocol.meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION
 
 OTHER_METHODS = ["tools/list", "tools/call", "resources/read", "logging/setLevel", "completion/complete"]
 
@@ -182,3 +184,85 @@ def test_lifecycles_are_independent() -> None:
     b.close()
     assert (a.state, b.state) == (SessionState.READY, SessionState.CLOSED)
     assert repr(a) == "SessionLifecycle(state='ready')"
+
+
+# -- StatelessLifecycle (2026-07-28) --------------------------------------------------------------
+MODERN_METHODS = ["server/discover", "subscriptions/listen", "tools/list", "tools/call", "resources/list",
+                  "resources/templates/list", "resources/read", "prompts/list", "prompts/get", "completion/complete"]
+LEGACY_ONLY = ["ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"]
+
+
+def _modern(version: object = "2026-07-28", **extra: object) -> dict[str, object]:
+    return {"_meta": {PROTOCOL_VERSION: version, CLIENT_CAPABILITIES: {}}, **extra}
+
+
+def test_stateless_is_always_ready() -> None:
+    lc = StatelessLifecycle()
+    assert lc.state is SessionState.READY and lc.can_notify is True
+    for method in MODERN_METHODS:
+        lc.admit(method, _modern())
+    assert lc.state is SessionState.READY
+    assert repr(lc) == "StatelessLifecycle(state='ready')"
+
+
+@pytest.mark.parametrize("method", MODERN_METHODS)
+def test_stateless_admits_the_modern_methods(method: str) -> None:
+    assert StatelessLifecycle().admit(method, _modern()) == ADMITTED
+    assert StatelessLifecycle().admit(method) == ADMITTED  # without params: the method alone
+
+
+@pytest.mark.parametrize("method", [*LEGACY_ONLY, "notifications/roots/list_changed", "tasks/get", "no/such"])
+def test_stateless_refuses_methods_the_revision_does_not_define(method: str) -> None:
+    for admission in (StatelessLifecycle().admit(method, _modern()), StatelessLifecycle().admit(method)):
+        assert admission == Admission(False, -32601, f"Method not found: {method}")
+
+
+def test_stateless_does_not_refuse_initialize() -> None:
+    # The transport hands initialize to a legacy session; this lifecycle never judges it.
+    assert StatelessLifecycle().admit("initialize") == ADMITTED
+    assert StatelessLifecycle().admit("initialize", {"protocolVersion": "2025-11-25"}) == ADMITTED
+
+
+@pytest.mark.parametrize("version", ["1900-01-01", "2025-11-25", 20260728, None])
+def test_stateless_refuses_an_unsupported_version_with_its_data(version: object) -> None:
+    admission = StatelessLifecycle().admit("tools/list", _modern(version))
+    assert admission.allowed is False and admission.code == -32022
+    assert admission.message == "Unsupported protocol version"
+    assert admission.data == UnsupportedProtocolVersion(version if isinstance(version, str) else None).data
+    with pytest.raises(LifecycleError) as info:
+        admission.check()
+    assert info.value.to_error() == {"code": -32022, "message": "Unsupported protocol version",
+                                     "data": admission.data}
+
+
+def test_stateless_refuses_missing_required_meta() -> None:
+    missing_version = StatelessLifecycle().admit("tools/list", {"cursor": "x"})
+    assert (missing_version.code, missing_version.message) == (
+        -32602, "Missing required _meta field io.modelcontextprotocol/protocolVersion")
+    missing_caps = StatelessLifecycle().admit("tools/list", {"_meta": {PROTOCOL_VERSION: "2026-07-28"}})
+    assert (missing_caps.code, missing_caps.message) == (
+        -32602, "Missing required _meta field io.modelcontextprotocol/clientCapabilities")
+
+
+def test_stateless_judges_the_version_before_the_method() -> None:
+    assert StatelessLifecycle().admit("ping", _modern("1900-01-01")).code == -32022
+
+
+def test_stateless_close() -> None:
+    lc: Lifecycle = StatelessLifecycle()
+    assert isinstance(lc, Lifecycle)
+    assert lc.close() is True and lc.close() is False
+    assert lc.state is SessionState.CLOSED
+    assert isinstance(lc, StatelessLifecycle) and lc.can_notify is False
+    for method in ("tools/list", "initialize", "ping"):
+        _refused(lc.admit(method, _modern()), "Session is closed")
+
+
+def test_admission_carries_data() -> None:
+    refusal = Admission.refuse("nope", -32022, {"supported": ["2026-07-28"]})
+    with pytest.raises(LifecycleError) as info:
+        refusal.check()
+    assert info.value.data == {"supported": ["2026-07-28"]}
+    assert Admission.from_error(UnsupportedProtocolVersion("x")) == Admission(
+        False, -32022, "Unsupported protocol version", UnsupportedProtocolVersion("x").data)
+    assert Admission.refuse("nope").data is None and Admission.refuse("nope") == Admission(False, -32600, "nope")

@@ -1,0 +1,215 @@
+"""One request of a 2026-07-28 client: no session, everything the request needs is in its ``_meta``.
+
+A transport that receives a modern request (its ``_meta`` names a modern protocol version) makes a
+:class:`StatelessSession` for it with the caller's principal and the request's
+:class:`~gateway.protocol.meta.RequestMeta`, and awaits :meth:`StatelessSession.handle_request`.
+To the filter chain and the connectors it is a session like any other (a ``SessionHandle``): its
+``notify`` writes request-scoped notifications (progress; log messages only at or above the
+request's ``logLevel``, none without one) to the request's reply channel.
+
+Server→client requests cannot be sent to a modern client. When a connector asks one anyway (an
+older upstream asking for sampling, elicitation or roots in the middle of its tool call), the call
+keeps running, parked (:mod:`gateway.mrtr`), and the client gets an ``InputRequiredResult`` whose
+sealed ``requestState`` names the parked call; its retry with ``inputResponses`` resumes it.
+A connector that itself returns ``input_required`` (a modern upstream) has its ``requestState``
+sealed inside the gateway's, and unwrapped again on the retry, so a client can never forge or
+replay another caller's state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from typing import Any, Protocol
+
+from gateway.context import LocalHandler, Principal
+from gateway.mrtr import ParkedCall, ParkedCalls, PendingInputs, run_until_input
+from gateway.protocol import jsonrpc
+from gateway.protocol.errors import InvalidParams, MethodNotFound, ProtocolError, RequestTimeout
+from gateway.protocol.lifecycle import StatelessLifecycle
+from gateway.protocol.meta import RequestMeta
+from gateway.protocol.request_state import RequestStateCodec, request_digest
+from gateway.protocol.revisions import revision
+from gateway.session import LOG_LEVELS, Send
+
+__all__ = ["StatelessSession", "StatelessHost", "MRTR_METHODS"]
+
+log = logging.getLogger("gateway.stateless")
+
+# The requests a server may answer with InputRequiredResult (mrtr.mdx, "Supported Requests").
+MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+_LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+_CLIENT_CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation",
+                      "roots/list": "roots"}
+
+
+class StatelessHost(Protocol):
+    """What a modern request needs of the running gateway."""
+
+    @property
+    def request_timeout_s(self) -> float: ...
+
+    @property
+    def parked(self) -> ParkedCalls: ...
+
+    @property
+    def request_states(self) -> RequestStateCodec: ...
+
+    def modern_method(self, method: str) -> LocalHandler | None:
+        """The gateway's own handler of a modern-only method (``server/discover``,
+        ``subscriptions/listen``), or None for a catalog method."""
+
+    async def dispatch(self, session: Any, request_id: str | int, method: str, params: dict[str, Any],
+                       traceparent: str | None = None, local: LocalHandler | None = None) -> dict[str, Any]: ...
+
+
+class StatelessSession:
+    """One modern request, seen as a session by the chain and the connectors."""
+
+    def __init__(self, host: StatelessHost, transport: str, send: Send, principal: Principal,
+                 meta: RequestMeta, caller_authorization: str | None = None) -> None:
+        self.host = host
+        self.id = "req-" + secrets.token_urlsafe(12)  # for traces and audit rows: no session exists
+        self.transport = transport
+        self.principal = principal
+        self.protocol_version = meta.version
+        self.client_info: dict[str, Any] = meta.client_info
+        self.client_capabilities: dict[str, Any] = meta.client_capabilities
+        self.log_level = meta.log_level
+        self.caller_authorization = caller_authorization
+        self.lifecycle = StatelessLifecycle()
+        self._send = send
+        self._inputs: PendingInputs | None = None
+        self._revision = revision(meta.version)
+
+    # -- what connectors and filters use --------------------------------------------------------
+    async def notify(self, method: str, params: dict[str, Any] | None = None,
+                     related_request_id: str | int | None = None) -> None:
+        if method == "notifications/message":
+            # 2026-07-28: no log messages for a request that did not ask for them.
+            if self.log_level is None or params is None:
+                return
+            if _LEVEL_RANK.get(str(params.get("level")), 0) < _LEVEL_RANK.get(self.log_level, 0):
+                return
+        try:
+            await self._send(jsonrpc.notification(method, params), related_request_id)
+        except Exception:  # a client that went away must not fail the call
+            log.debug("dropping %s for %s", method, self.id, exc_info=True)
+
+    async def request(self, method: str, params: dict[str, Any] | None = None,
+                      related_request_id: str | int | None = None, timeout: float | None = None) -> dict[str, Any]:
+        """A server→client request, asked through MRTR: the call parks until the client's retry."""
+        needed = _CLIENT_CAPABILITY.get(method)
+        if needed is not None and needed not in self.client_capabilities:
+            raise MethodNotFound(f"The client did not declare the {needed} capability")
+        if self._inputs is None:
+            raise MethodNotFound(f"{method} cannot be asked of a 2026-07-28 client during this request")
+        try:
+            async with asyncio.timeout(timeout or self.host.request_timeout_s):
+                return await self._inputs.ask(method, params)
+        except TimeoutError:
+            raise RequestTimeout(f"The client did not answer {method} in time") from None
+
+    def retarget(self, send: Send) -> None:
+        """The client's retry arrived on a new reply channel: the rest of the call goes there."""
+        self._send = send
+
+    # -- serving ---------------------------------------------------------------------------------
+    async def handle_request(self, message: dict[str, Any], traceparent: str | None = None) -> dict[str, Any]:
+        """Serve the request; returns its JSON-RPC response (an error, a result, or an
+        ``InputRequiredResult`` while the call waits for the client's input)."""
+        rid = message["id"]
+        method = message["method"]
+        params = message.get("params") or {}
+        try:
+            self.lifecycle.admit(method).check()
+            local = self.host.modern_method(method)
+            state = params.get("requestState") if method in MRTR_METHODS else None
+            if state is not None:
+                if not isinstance(state, str):
+                    raise InvalidParams("requestState must be a string")
+                payload = self._open_state(state, method, params)
+                if payload.get("kind") == "parked":
+                    return await self._resume(rid, method, params, str(payload.get("call")))
+                params = _with_upstream_state(params, payload.get("state"))
+            return await self._run(rid, method, params, traceparent, local)
+        except ProtocolError as exc:
+            return self._error(rid, exc)
+        except Exception as exc:  # a bug or an unwrapped backend error: log it, keep serving
+            log.exception("unhandled error serving %s", method)
+            return jsonrpc.error_from_exception(rid, exc)
+
+    async def _run(self, rid: str | int, method: str, params: dict[str, Any], traceparent: str | None,
+                   local: LocalHandler | None) -> dict[str, Any]:
+        call = self.host.dispatch(self, rid, method, params, traceparent, local)
+        if method not in MRTR_METHODS:
+            return jsonrpc.result_response(rid, await call)
+        self._inputs = inputs = PendingInputs()
+        task = asyncio.ensure_future(call)
+        return await self._drive(rid, method, params, task, inputs)
+
+    async def _drive(self, rid: str | int, method: str, params: dict[str, Any], task: asyncio.Future[Any],
+                     inputs: PendingInputs) -> dict[str, Any]:
+        try:
+            finished = await run_until_input(task, inputs)  # type: ignore[arg-type]
+        except asyncio.CancelledError:  # the client closed the stream: that cancels the call
+            task.cancel()
+            raise
+        if finished:
+            try:
+                return self._reply(rid, method, params, task.result())
+            except ProtocolError as exc:
+                return self._error(rid, exc)
+            except Exception as exc:
+                log.exception("unhandled error serving %s", method)
+                return jsonrpc.error_from_exception(rid, exc)
+        digest = request_digest(method, params)
+        call_id = self.host.parked.park(
+            ParkedCall(task, inputs, self, self.principal.name, method, digest),  # type: ignore[arg-type]
+            deadline_s=self.host.request_timeout_s)
+        state = self.host.request_states.seal({"kind": "parked", "call": call_id}, principal=self.principal.name,
+                                              method=method, digest=digest)
+        result = {"resultType": "input_required", "inputRequests": inputs.outstanding(), "requestState": state}
+        return jsonrpc.result_response(rid, result)
+
+    async def _resume(self, rid: str | int, method: str, params: dict[str, Any], call_id: str) -> dict[str, Any]:
+        parked = self.host.parked.take(call_id)
+        if parked is None:
+            raise InvalidParams("requestState: the call it continues is no longer waiting (it ended, "
+                                "expired, or is held by another replica); send the request again without it")
+        session: StatelessSession = parked.session
+        session.retarget(self._send)
+        responses = params.get("inputResponses")
+        if responses is not None and not isinstance(responses, dict):
+            raise InvalidParams("inputResponses must be an object")
+        parked.inputs.answer(responses or {})
+        return await session._drive(rid, method, params, parked.task, parked.inputs)
+
+    def _open_state(self, state: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return self.host.request_states.open(state, principal=self.principal.name, method=method,
+                                             digest=request_digest(method, params))
+
+    def _reply(self, rid: str | int, method: str, params: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        if result.get("resultType") == "input_required":
+            # A modern upstream asks: its requestState travels inside the gateway's own, sealed and
+            # bound to this caller and this request (the upstream's state is opaque to us).
+            payload: dict[str, Any] = {"kind": "upstream"}
+            if isinstance(result.get("requestState"), str):
+                payload["state"] = result["requestState"]
+            sealed = self.host.request_states.seal(payload, principal=self.principal.name, method=method,
+                                                   digest=request_digest(method, params))
+            result = {**result, "requestState": sealed}
+        return jsonrpc.result_response(rid, result)
+
+    def _error(self, rid: str | int, exc: ProtocolError) -> dict[str, Any]:
+        return jsonrpc.error_response(rid, self._revision.error_code(exc), exc.message, exc.data)
+
+
+def _with_upstream_state(params: dict[str, Any], state: object) -> dict[str, Any]:
+    """The retry's params as the connector must see them: the upstream's own ``requestState``."""
+    out = {k: v for k, v in params.items() if k != "requestState"}
+    if isinstance(state, str):
+        out["requestState"] = state
+    return out
+
