@@ -6,6 +6,10 @@ one namespace, references that resolve, no replicas beside an HPA, PDBs that let
 from __future__ import annotations
 
 import copy
+import os
+import shutil
+import subprocess
+import textwrap
 from typing import Any
 
 import pytest
@@ -159,6 +163,18 @@ def test_monitoring_objects_carry_the_release_label(tmp_path):
     assert all_checks(dev) == []
 
 
+def test_the_release_label_patch_in_the_readme_works(tmp_path):
+    """deploy/README.md shows the patch for a kube-prometheus-stack installed under another name."""
+    readme = (KUSTOMIZE.parent / "README.md").read_text()
+    block = readme[readme.index("  patches:\n    - target: {group: monitoring.coreos.com"):]
+    patch = yaml.safe_load(textwrap.dedent(block[:block.index("  ```")]))
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({
+        "resources": [os.path.relpath(KUSTOMIZE / "overlays" / "production", tmp_path)], **patch}))
+    docs = render(tmp_path)
+    assert check_monitoring_labels(docs, {"release": "monitoring"}) == []
+    assert len([d for d in docs if d["kind"] in ("ServiceMonitor", "PrometheusRule")]) == 2
+
+
 def test_deployment_follows_the_conventions(rendered):
     _, docs = rendered
     dep = by_kind(docs, "Deployment", "mcp-gateway")
@@ -241,3 +257,21 @@ def test_router_is_sticky_on_mcp_session_id():
     assert by_kind(docs, "Service", "mcp-gateway")["spec"]["selector"]["app.kubernetes.io/component"] == "router"
     assert '"${GATEWAY_SERVICE}.${POD_NAMESPACE}.svc.cluster.local:8080"' in cfg
     assert ".mcp-gateway.svc" not in cfg and "mcp-gateway-pods" not in cfg
+
+
+@pytest.mark.parametrize("replicas", ["1", "2"])
+def test_router_config_loads_in_haproxy(tmp_path, replicas):
+    """router-start.sh writes a peers section HAProxy accepts with haproxy.cfg (`haproxy -c`), for
+    one router and for two (the sibling does not resolve here, so it is left out after the wait).
+    HAProxy is not on PyPI or npm: this runs where Debian's `haproxy` package is installed."""
+    haproxy = shutil.which("haproxy")
+    if haproxy is None:
+        pytest.skip("haproxy not installed (apt-get install haproxy)")
+    env = dict(os.environ, HOSTNAME="mcp-gateway-router-0", POD_NAMESPACE=NAMESPACE,
+               GATEWAY_SERVICE="mcp-gateway-pods", ROUTER_REPLICAS=replicas, PEER_WAIT_S="0",
+               PEERS_FILE=str(tmp_path / "peers.cfg"))
+    proc = subprocess.run(["sh", str(KUSTOMIZE / "base" / "router-start.sh"), "-c"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    peers = (tmp_path / "peers.cfg").read_text()
+    assert "    server mcp-gateway-router-0\n" in peers  # the local peer, without an address
