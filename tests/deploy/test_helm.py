@@ -167,3 +167,10 @@ def test_default_gateway_config_is_valid(default_render):
     text = by_kind(default_render, "ConfigMap", "mcp-gateway-config")["data"]["gateway.yaml"]
     config = parse_config(text, env={"MCP_GATEWAY_CURSOR_SECRET": "s", "MCP_GATEWAY_API_KEY": "k"})
     assert config.telemetry.metrics_port == yaml.safe_load((CHART / "values.yaml").read_text())["metricsPort"]
+
+
+def test_values_schema_refuses_a_typo(helm_home):
+    """values.schema.json: a misspelt option fails the render instead of being ignored."""
+    proc = helm_run(["template", "mcp-gateway", str(CHART), "-n", NAMESPACE, "--set", "autoscalling.enabled=false"],
+                    helm_home)
+    assert proc.returncode != 0 and "autoscalling" in proc.stderr
