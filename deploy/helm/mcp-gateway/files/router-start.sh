@@ -1,0 +1,1 @@
+../../../kubernetes/base/router-start.sh

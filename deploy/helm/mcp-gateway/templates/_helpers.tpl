@@ -1,0 +1,53 @@
+{{/* Name of the chart (app.kubernetes.io/name, app.kubernetes.io/part-of). */}}
+{{- define "mcp-gateway.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Base name of every object: the release name when it contains the chart name (a release named
+mcp-gateway gives the same names as the kustomize base), else <release>-<chart>. */}}
+{{- define "mcp-gateway.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "mcp-gateway.routerName" -}}
+{{- printf "%s-router" (include "mcp-gateway.fullname" .) | trunc 52 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "mcp-gateway.secretName" -}}
+{{- default (printf "%s-secrets" (include "mcp-gateway.fullname" .)) .Values.secret.name }}
+{{- end }}
+
+{{/* Selector labels of one component (gateway | router): the kustomize base's labels plus the
+release, so that two releases in one namespace do not select each other's pods. */}}
+{{- define "mcp-gateway.selectorLabels" -}}
+app.kubernetes.io/component: {{ .component }}
+app.kubernetes.io/name: {{ include "mcp-gateway.name" .root }}
+app.kubernetes.io/part-of: {{ include "mcp-gateway.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{- end }}
+
+{{- define "mcp-gateway.labels" -}}
+{{ include "mcp-gateway.selectorLabels" . }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{/* gateway.yaml as served: .Values.config, or the base's file. */}}
+{{- define "mcp-gateway.config" -}}
+{{- if .Values.config }}{{ .Values.config }}{{ else }}{{ .Files.Get "files/gateway.yaml" }}{{ end }}
+{{- end }}
+
+{{/* True when the Prometheus Operator's API is served (or passed with --api-versions). */}}
+{{- define "mcp-gateway.hasMonitoringApi" -}}
+{{- if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1" }}true{{ end }}
+{{- end }}

@@ -1,0 +1,176 @@
+"""The Helm chart (deploy/helm/mcp-gateway): `helm lint --strict` passes; `helm template` renders
+objects that pass the Kubernetes schemas and the same deploy checks as the kustomize overlays;
+with its defaults it renders what the kustomize base (with the monitoring component) renders, from
+the same files; its options (router, autoscaling, Secret, monitoring, release name) render sound
+objects. The helm binary comes from `make .tools/helm` (tests/deploy/helm_binary.py)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gateway.config import parse_config
+from tests.deploy.manifests import (
+    CHART,
+    KUSTOMIZE,
+    NAMESPACE,
+    Docs,
+    all_checks,
+    by_kind,
+    check_monitoring_labels,
+    helm_run,
+    helm_template,
+    render_with,
+    secret_example_keys,
+    validate,
+)
+
+EXTERNAL = {"mcp-gateway-secrets": secret_example_keys()}
+HELM_ONLY_LABELS = {"app.kubernetes.io/instance", "helm.sh/chart", "app.kubernetes.io/managed-by",
+                    "app.kubernetes.io/version"}
+
+
+@pytest.fixture(scope="module")
+def helm_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("helm-home")
+
+
+@pytest.fixture(scope="module")
+def default_render(helm_home: Path) -> Docs:
+    return helm_template(helm_home)
+
+
+def test_helm_lint_strict(helm_home):
+    proc = helm_run(["lint", "--strict", str(CHART)], helm_home)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 chart(s) linted, 0 chart(s) failed" in proc.stdout
+
+
+def test_default_render_validates_and_deploys(default_render):
+    kinds = set()
+    for doc in default_render:
+        validate(doc)
+        kinds.add(doc["kind"])
+    assert {"Deployment", "Service", "ConfigMap", "HorizontalPodAutoscaler", "PodDisruptionBudget",
+            "ServiceMonitor", "PrometheusRule", "NetworkPolicy", "StatefulSet", "ServiceAccount"} <= kinds
+    assert all_checks(default_render, EXTERNAL) == []
+    assert check_monitoring_labels(default_render, {"release": "kube-prometheus-stack"}) == []
+
+
+def normalized(docs: Docs) -> dict[tuple[str, str], Any]:
+    """Objects by (kind, name), without their own labels/annotations and without the labels only
+    Helm adds (release, chart, version) inside selectors and pod templates."""
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in HELM_ONLY_LABELS}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    out = {}
+    for doc in docs:
+        if doc["kind"] == "Namespace":
+            continue
+        doc = strip(copy.deepcopy(doc))
+        doc["metadata"].pop("labels", None)
+        doc["metadata"].pop("annotations", None)
+        out[(doc["kind"], doc["metadata"]["name"])] = doc
+    return out
+
+
+def test_defaults_render_what_the_kustomize_base_renders(default_render, tmp_path):
+    """Same sources: every object, field by field (gateway.yaml, haproxy.cfg, router-start.sh and
+    the alert rules are the very files of the base, through files/ symlinks)."""
+    kustomize = normalized(render_with(tmp_path, KUSTOMIZE / "base",
+                                       components=[KUSTOMIZE / "components" / "monitoring"]))
+    helm = normalized(default_render)
+    assert sorted(helm) == sorted(kustomize)
+    for key, obj in kustomize.items():
+        assert helm[key] == obj, key
+
+
+def test_chart_files_are_the_base_files():
+    for name, source in (("gateway.yaml", "base/gateway.yaml"), ("haproxy.cfg", "base/haproxy.cfg"),
+                         ("router-start.sh", "base/router-start.sh"),
+                         ("prometheusrule.yaml", "components/monitoring/prometheusrule.yaml")):
+        link = CHART / "files" / name
+        assert link.is_symlink(), name
+        assert link.resolve() == (KUSTOMIZE / source).resolve(), name
+
+
+def test_another_release_name_renders_its_own_names(helm_home):
+    docs = helm_template(helm_home, release="edge")
+    assert all_checks(docs, {"edge-mcp-gateway-secrets": secret_example_keys()}) == []
+    names = {d["metadata"]["name"] for d in docs}
+    assert {"edge-mcp-gateway", "edge-mcp-gateway-pods", "edge-mcp-gateway-router",
+            "edge-mcp-gateway-router-peers", "edge-mcp-gateway-config"} <= names
+    for doc in docs:
+        assert doc["metadata"]["name"].startswith("edge-mcp-gateway"), doc["metadata"]["name"]
+        validate(doc)
+
+
+def test_options_render_sound_objects(helm_home):
+    docs = helm_template(helm_home, "--set", "autoscaling.enabled=false", "--set", "replicaCount=3",
+                         "--set", "router.enabled=false", "--set", "networkPolicy.enabled=false",
+                         "--set", "podDisruptionBudget.enabled=false",
+                         "--set", "secret.create=true",
+                         "--set", "secret.data.MCP_GATEWAY_CURSOR_SECRET=c",
+                         "--set", "secret.data.MCP_GATEWAY_API_KEY=k")
+    for doc in docs:
+        validate(doc)
+    kinds = {d["kind"] for d in docs}
+    assert not kinds & {"HorizontalPodAutoscaler", "StatefulSet", "NetworkPolicy", "PodDisruptionBudget"}
+    assert by_kind(docs, "Deployment", "mcp-gateway")["spec"]["replicas"] == 3
+    # Without the router the Service selects the gateway pods itself.
+    assert by_kind(docs, "Service", "mcp-gateway")["spec"]["selector"]["app.kubernetes.io/component"] == "gateway"
+    # The chart-made Secret: everything resolves within the rendering, no external Secret needed.
+    assert by_kind(docs, "Secret", "mcp-gateway-secrets")["stringData"]["MCP_GATEWAY_CURSOR_SECRET"] == "c"
+    assert all_checks(docs) == []
+
+
+def test_monitoring_needs_the_operator_api(helm_home):
+    docs = helm_template(helm_home, monitoring=False)
+    assert not {"ServiceMonitor", "PrometheusRule"} & {d["kind"] for d in docs}
+    docs = helm_template(helm_home, "--set", "serviceMonitor.labels.release=prom",
+                         "--set", "prometheusRule.labels.release=prom")
+    assert check_monitoring_labels(docs, {"release": "prom"}) == []
+
+
+def test_own_config_is_served_and_checked(helm_home, tmp_path):
+    own = tmp_path / "gateway.yaml"
+    own.write_text(
+        "gateway: {name: own, cursor_secret: '${MCP_GATEWAY_CURSOR_SECRET}'}\n"
+        "telemetry: {metrics: true, metrics_port: 9090}\n"
+        "connectors: [{name: docs, type: static, resources: [{uri: 'docs://a', name: a, text: hi}]}]\n")
+    docs = helm_template(helm_home, "--set-file", f"config={own}")
+    text = by_kind(docs, "ConfigMap", "mcp-gateway-config")["data"]["gateway.yaml"]
+    assert text == own.read_text()
+    assert parse_config(text, env={"MCP_GATEWAY_CURSOR_SECRET": "s"}).gateway.name == "own"
+    # A config whose /metrics is not on metricsPort would leave the ServiceMonitor scraping nothing.
+    own.write_text("gateway: {name: own}\ntelemetry: {metrics: true}\nconnectors: []\n")
+    proc = helm_run(["template", "mcp-gateway", str(CHART), "-n", NAMESPACE, "--set-file", f"config={own}"],
+                    tmp_path)
+    assert proc.returncode != 0 and "telemetry.metrics_port" in proc.stderr
+
+
+def test_secret_create_without_data_fails(helm_home):
+    proc = helm_run(["template", "mcp-gateway", str(CHART), "-n", NAMESPACE, "--set", "secret.create=true"],
+                    helm_home)
+    assert proc.returncode != 0 and "secret.data is empty" in proc.stderr
+
+
+def test_default_gateway_config_is_valid(default_render):
+    text = by_kind(default_render, "ConfigMap", "mcp-gateway-config")["data"]["gateway.yaml"]
+    config = parse_config(text, env={"MCP_GATEWAY_CURSOR_SECRET": "s", "MCP_GATEWAY_API_KEY": "k"})
+    assert config.telemetry.metrics_port == yaml.safe_load((CHART / "values.yaml").read_text())["metricsPort"]
+
+
+def test_values_schema_refuses_a_typo(helm_home):
+    """values.schema.json: a misspelt option fails the render instead of being ignored."""
+    proc = helm_run(["template", "mcp-gateway", str(CHART), "-n", NAMESPACE, "--set", "autoscalling.enabled=false"],
+                    helm_home)
+    assert proc.returncode != 0 and "autoscalling" in proc.stderr
