@@ -1,11 +1,12 @@
-"""The upstream the conformance suite is run against *through the gateway*.
+"""The reference server of the conformance runs, built with the official ``mcp`` SDK 2.x (MCPServer).
 
-Built with the official ``mcp`` SDK (FastMCP); it serves what the server scenarios of
-``@modelcontextprotocol/conformance`` name: the ``test_*`` tools, the ``test://`` resources and
-resource template, the ``test_*`` prompts, completion, subscriptions and logging. The gateway
-chains it with an empty prefix, so the suite sees these exact names on the gateway's endpoint.
+It serves what the server scenarios of ``@modelcontextprotocol/conformance`` name: the ``test_*``
+tools, the ``test://`` resources and resource template, the ``test_*`` prompts, completion,
+subscriptions and logging. The 2025-11-25 suite runs *through the gateway*, which chains it with
+an empty prefix, so the suite sees these exact names on the gateway's endpoint.
 
-Run: ``python upstream_fixture.py`` (stdio) or ``python upstream_fixture.py --http PORT``.
+Run: ``python upstream_fixture.py`` (stdio) or ``python upstream_fixture.py --http PORT``, with
+``--era dual|legacy|modern`` (:mod:`tests.sdk_server`; ``dual``, the SDK's own behaviour, by default).
 """
 
 from __future__ import annotations
@@ -14,11 +15,18 @@ import argparse
 import asyncio
 import base64
 import json
+import sys
+from pathlib import Path
+from typing import Any
 
 from mcp import types
-from mcp.server.fastmcp import Context, FastMCP
-from mcp.server.fastmcp.prompts.base import UserMessage
+from mcp.server import ServerRequestContext
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts.base import UserMessage
 from pydantic import BaseModel, Field
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script: the repo's tests package
+from tests.sdk_server import ERAS, serve  # noqa: E402
 
 # A 1x1 PNG and a tiny WAV header: the scenarios only check type and mime type.
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -33,7 +41,7 @@ JSON_SCHEMA_2020_12 = {
     "additionalProperties": False,
 }
 
-mcp = FastMCP("conformance-upstream", log_level="WARNING")
+mcp: MCPServer[Any] = MCPServer("conformance-upstream", version="1.0.0", log_level="WARNING")
 
 
 def _text(text: str) -> types.TextContent:
@@ -49,20 +57,20 @@ def test_simple_text() -> str:
 @mcp.tool()
 def test_image_content() -> list[types.ImageContent]:
     """Returns one image block."""
-    return [types.ImageContent(type="image", data=PNG, mimeType="image/png")]
+    return [types.ImageContent(type="image", data=PNG, mime_type="image/png")]
 
 
 @mcp.tool()
 def test_audio_content() -> list[types.AudioContent]:
     """Returns one audio block."""
-    return [types.AudioContent(type="audio", data=WAV, mimeType="audio/wav")]
+    return [types.AudioContent(type="audio", data=WAV, mime_type="audio/wav")]
 
 
 @mcp.tool()
 def test_embedded_resource() -> list[types.EmbeddedResource]:
     """Returns an embedded text resource."""
     return [types.EmbeddedResource(type="resource", resource=types.TextResourceContents(
-        uri="test://embedded-resource", mimeType="text/plain", text="This is an embedded resource content."))]  # type: ignore[arg-type]
+        uri="test://embedded-resource", mime_type="text/plain", text="This is an embedded resource content."))]  # type: ignore[arg-type]
 
 
 @mcp.tool()
@@ -70,9 +78,9 @@ def test_multiple_content_types() -> list[types.TextContent | types.ImageContent
     """Returns text, image and resource blocks."""
     return [
         _text("Multiple content types test:"),
-        types.ImageContent(type="image", data=PNG, mimeType="image/png"),
+        types.ImageContent(type="image", data=PNG, mime_type="image/png"),
         types.EmbeddedResource(type="resource", resource=types.TextResourceContents(
-            uri="test://mixed-content-resource", mimeType="application/json",  # type: ignore[arg-type]
+            uri="test://mixed-content-resource", mime_type="application/json",  # type: ignore[arg-type]
             text=json.dumps({"test": "data", "value": 123}))),
     ]
 
@@ -96,7 +104,7 @@ async def test_tool_with_progress(ctx: Context) -> str:
         if step < 100:
             await asyncio.sleep(0.05)
     meta = ctx.request_context.meta
-    return str(meta.progressToken if meta and meta.progressToken is not None else 0)
+    return str(meta.get("progress_token", 0) if meta else 0)
 
 
 @mcp.tool()
@@ -223,7 +231,7 @@ def test_prompt_with_embedded_resource(resourceUri: str) -> list[UserMessage]:
     """A prompt embedding a resource."""
     return [
         UserMessage(content=types.EmbeddedResource(type="resource", resource=types.TextResourceContents(
-            uri=resourceUri, mimeType="text/plain", text="Embedded resource content for testing."))),  # type: ignore[arg-type]
+            uri=resourceUri, mime_type="text/plain", text="Embedded resource content for testing."))),  # type: ignore[arg-type]
         UserMessage(content=_text("Please process the embedded resource above.")),
     ]
 
@@ -231,43 +239,48 @@ def test_prompt_with_embedded_resource(resourceUri: str) -> list[UserMessage]:
 @mcp.prompt()
 def test_prompt_with_image() -> list[UserMessage]:
     """A prompt with an image."""
-    return [UserMessage(content=types.ImageContent(type="image", data=PNG, mimeType="image/png")),
+    return [UserMessage(content=types.ImageContent(type="image", data=PNG, mime_type="image/png")),
             UserMessage(content=_text("Please analyze the image above."))]
 
 
 _subscriptions: set[str] = set()
-_low = mcp._mcp_server
 
 
-@_low.subscribe_resource()
-async def _subscribe(uri: object) -> None:
-    _subscriptions.add(str(uri))
+async def _subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
+    _subscriptions.add(params.uri)
+    return types.EmptyResult()
 
 
-@_low.unsubscribe_resource()
-async def _unsubscribe(uri: object) -> None:
-    _subscriptions.discard(str(uri))
+async def _unsubscribe(ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+    _subscriptions.discard(params.uri)
+    return types.EmptyResult()
 
 
-@_low.set_logging_level()
-async def _set_level(level: str) -> None:
-    return None
+async def _set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
+    return types.EmptyResult()
+
+
+# MCPServer has no public hook for these legacy methods: the lowlevel server takes them.
+_low = mcp._lowlevel_server
+_low.add_request_handler("resources/subscribe", types.SubscribeRequestParams, _subscribe)
+_low.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, _unsubscribe)
+_low.add_request_handler("logging/setLevel", types.SetLevelRequestParams, _set_level)
 
 
 @mcp.completion()
 async def _complete(ref: object, argument: types.CompletionArgument, context: object) -> types.Completion:
-    return types.Completion(values=[], total=0, hasMore=False)
+    return types.Completion(values=[], total=0, has_more=False)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, default=0, help="serve Streamable HTTP on this port instead of stdio")
+    parser.add_argument("--era", default="dual", choices=ERAS)
     args = parser.parse_args()
     if args.http:
-        mcp.settings.port = args.http
-        mcp.run("streamable-http")
+        serve(mcp, "streamable_http", args.era, args.http)
     else:
-        mcp.run("stdio")
+        serve(mcp, "stdio", args.era)
 
 
 if __name__ == "__main__":
