@@ -41,7 +41,8 @@ constraints:
 	mv constraints.txt.new constraints.txt
 	rm -rf $(CONSTRAINTS_VENV)
 
-# Node packages for the tests (Node 22 for the conformance suite, server-everything upstream).
+# Node packages for the tests, exact versions (Node 22; the conformance suite 0.1.16 for 2025-11-25
+# and 0.2.0-alpha.12, aliased conformance-next, for 2026-07-28; the server-everything upstream).
 node_modules/.installed: package.json
 	npm install --no-audit --no-fund --loglevel=error
 	touch $@

@@ -14,7 +14,7 @@ transport (``initialize``, ``Mcp-Session-Id``, GET stream), any other value to t
   ``serve_loop`` (``server/discover`` is -32601, unknown at a handshake revision); on Streamable
   HTTP a modern ``MCP-Protocol-Version`` header is dropped, so the SDK's 2025 transport answers
   (HTTP 400 "Missing session ID" for a POST without a session);
-* ``modern`` — a 2026-07-28-only server: ``initialize`` is refused with -32022
+* ``modern`` — a 2026-07-28-only server: a legacy ``initialize`` is refused with -32022
   UnsupportedProtocolVersion naming the served revisions (middleware, every transport); on
   Streamable HTTP a request without a modern ``MCP-Protocol-Version`` gets that error with
   ``400 Bad Request`` and GET/DELETE get 405, as the 2026-07-28 transport specifies;
@@ -62,9 +62,10 @@ def _unsupported(requested: object) -> dict[str, Any]:
 
 
 async def _refuse_handshake(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """A modern-only server answers ``initialize`` with the versions it serves (versioning.mdx:
-    a modern-only server SHOULD name them in any error to ``initialize``)."""
-    if ctx.method == "initialize":
+    """A modern-only server answers a legacy client's ``initialize`` with the versions it serves
+    (versioning.mdx: it SHOULD name them in any error to ``initialize``). An ``initialize`` sent
+    at 2026-07-28 is left to the SDK: a method that revision removed (-32601, HTTP 404)."""
+    if ctx.method == "initialize" and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         raise MCPError(code=UNSUPPORTED_PROTOCOL_VERSION, message="Unsupported protocol version",
                        data=_unsupported((ctx.params or {}).get("protocolVersion")))
     return await call_next(ctx)
