@@ -5,31 +5,44 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 CONFIG ?= examples/quickstart.yaml
 
-.PHONY: run test test-fast lint bench clean
+.PHONY: run test test-fast lint bench clean constraints
 
-$(VENV)/.installed-base: pyproject.toml
+# Every install is pinned by constraints.txt (exact versions of the whole test venv, the bench
+# peer included); `make constraints` regenerates it from the newest versions that resolve.
+CONSTRAINED := $(PIP) install -q -c constraints.txt
+
+$(VENV)/.installed-base: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e .
+	$(CONSTRAINED) --upgrade pip
+	$(CONSTRAINED) -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml
+$(VENV)/.installed-test: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[test]'
+	$(CONSTRAINED) --upgrade pip
+	$(CONSTRAINED) -e '.[test]'
 	touch $(VENV)/.installed-base $@
 
-# The bench extra (FastMCP, the peer the benches compare with) needs mcp>=2, which the test venv
-# pins below 2: it gets a venv of its own, which bench/openapi.py and bench/proxy.py run as a
-# subprocess. The benches themselves run in the test venv (the mcp SDK upstreams).
-FASTMCP_VENV := .venv-bench-fastmcp
-$(FASTMCP_VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(FASTMCP_VENV)
-	$(FASTMCP_VENV)/bin/python -m pip install -q --upgrade pip
-	$(FASTMCP_VENV)/bin/python -m pip install -q -e '.[bench]'
+# The bench extra (FastMCP, the peer the benches compare with) resolves with the SDK the tests
+# use, so it goes into the same venv.
+$(VENV)/.installed-bench: $(VENV)/.installed-test
+	$(CONSTRAINED) -e '.[test,bench]'
 	touch $@
 
-# Node packages for the tests (Node 22 for the conformance suite, server-everything upstream).
+CONSTRAINTS_VENV := .venv-constraints
+constraints:
+	rm -rf $(CONSTRAINTS_VENV)
+	$(PYTHON) -m venv $(CONSTRAINTS_VENV)
+	$(CONSTRAINTS_VENV)/bin/python -m pip install -q --upgrade pip
+	$(CONSTRAINTS_VENV)/bin/python -m pip install -q -e '.[test,bench]'
+	{ echo "# Regenerate with \`make constraints\` (a fresh venv with the test and bench extras, newest versions that resolve, then \`pip freeze --all --exclude-editable\`)."; \
+	  echo "# Exact versions of every distribution of the test venv (CPython 3.11, Linux), the project itself excluded."; \
+	  $(CONSTRAINTS_VENV)/bin/python -m pip freeze --all --exclude-editable; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	rm -rf $(CONSTRAINTS_VENV)
+
+# Node packages for the tests, exact versions (Node 22; the conformance suite 0.1.16 for 2025-11-25
+# and 0.2.0-alpha.12, aliased conformance-next, for 2026-07-28; the server-everything upstream).
 node_modules/.installed: package.json
 	npm install --no-audit --no-fund --loglevel=error
 	touch $@
@@ -60,7 +73,7 @@ lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check gateway connectors tests bench
 	$(VENV)/bin/mypy gateway connectors
 
-bench: $(VENV)/.installed-test node_modules/.installed $(FASTMCP_VENV)/.installed
+bench: $(VENV)/.installed-bench node_modules/.installed
 	for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:

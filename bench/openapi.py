@@ -8,11 +8,9 @@ tools, and the process's peak RSS (``ru_maxrss``, which includes the interpreter
   loopback, then ``initialize`` + ``tools/list`` page by page over Streamable HTTP (plain aiohttp
   JSON-RPC client, so client-side weight stays out of the number). It also times the first and the
   last pages: page time must not grow with the number of tools.
-* FastMCP: ``FastMCP.from_openapi`` on the same spec, listed with ``fastmcp.Client`` in memory. It
-  needs ``mcp>=2`` while this project pins ``mcp<2``, so it runs with the interpreter of a separate
-  venv: ``$FASTMCP_PYTHON`` or ``.venv-bench-fastmcp/bin/python`` (``make bench`` creates it
-  with the ``bench`` extra). If it is
-  missing, that column says so.
+* FastMCP: ``FastMCP.from_openapi`` on the same spec, listed with ``fastmcp.Client`` in memory, run
+  by ``$FASTMCP_PYTHON`` or else this interpreter (``make bench`` installs the ``bench`` extra,
+  fastmcp, into the test venv beside the SDK). If fastmcp cannot be imported, that column says so.
 
 Run: ``.venv/bin/python bench/openapi.py [--spec PATH] [--runs N]``.
 """
@@ -133,13 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="fresh processes per side; the fastest is shown")
     parser.add_argument("--skip-fastmcp", action="store_true")
     args = parser.parse_args(argv)
-    fastmcp_python = os.environ.get("FASTMCP_PYTHON", str(REPO / ".venv-bench-fastmcp" / "bin" / "python"))
+    fastmcp_python = os.environ.get("FASTMCP_PYTHON", sys.executable)
 
     gateway = best([run_child(sys.executable, GATEWAY_CHILD, args.spec) for _ in range(args.runs)])
     if args.skip_fastmcp:
         fast: dict[str, object] = {"error": "skipped"}
-    elif not Path(fastmcp_python).exists():
-        fast = {"error": f"no FastMCP interpreter at {fastmcp_python}"}
+    elif subprocess.run([fastmcp_python, "-c", "import fastmcp"], capture_output=True).returncode != 0:
+        fast = {"error": f"fastmcp is not installed for {fastmcp_python} (make bench installs it)"}
     else:
         fast = best([run_child(fastmcp_python, FASTMCP_CHILD, args.spec) for _ in range(args.runs)])
 

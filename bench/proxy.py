@@ -2,8 +2,9 @@
 
 Everything runs on loopback, measured in one run, printed as one table:
 
-* the upstream is the official ``mcp`` SDK (FastMCP) serving ``echo`` over Streamable HTTP,
-  started as its own process;
+* the upstream is the official ``mcp`` SDK (2.x ``MCPServer``) serving ``echo`` over Streamable
+  HTTP, started as its own process (an ``async`` tool: SDK 2.x runs plain functions in a worker
+  thread, a cost no proxy row should inherit);
 * (b) is ``mcp-gateway serve`` (own process) chaining it with an ``mcp`` connector
   (``streamable_http``, shared upstream session), configured like the peers it is compared with:
   no audit log, no metrics, so the row is the cost of the proxy path. (b+) is the same gateway
@@ -12,9 +13,8 @@ Everything runs on loopback, measured in one run, printed as one table:
   by bench/policy.py and bench/telemetry.py);
 * (c) is FastMCP's proxy (``create_proxy``/``as_proxy``) over Streamable HTTP in its own process.
   Its interpreter is ``--fastmcp-python`` if given, else this interpreter when it can import
-  ``fastmcp``, else the venv ``.venv-bench-fastmcp`` that ``make bench`` fills with the ``bench``
-  extra (latest fastmcp, which wants ``mcp>=2`` while the tests pin ``mcp<2``). With none of
-  them, row (c) is reported as skipped;
+  ``fastmcp`` (``make bench`` installs the ``bench`` extra into the test venv, beside the SDK).
+  Without it, row (c) is reported as skipped;
 * (d) is a bare aiohttp relay (no MCP logic: aiohttp server, aiohttp client): what one more HTTP
   hop costs with aiohttp alone. The gateway serves with aiohttp too but talks to Streamable HTTP
   upstreams with its own lean client (``connectors/mcp/http1.py``), which is why it can come out
@@ -52,17 +52,16 @@ from typing import Any
 import aiohttp
 
 REPO = Path(__file__).resolve().parent.parent
-FASTMCP_PYTHON = REPO / ".venv-bench-fastmcp/bin/python"
 
 UPSTREAM = """
 import sys
-from mcp.server.fastmcp import FastMCP
-mcp = FastMCP("bench-echo", host="127.0.0.1", port=int(sys.argv[1]), log_level="WARNING")
+from mcp.server.mcpserver import MCPServer
+mcp = MCPServer("bench-echo", log_level="WARNING")
 @mcp.tool()
-def echo(text: str) -> str:
+async def echo(text: str) -> str:
     '''Echo the text back.'''
     return text
-mcp.run("streamable-http")
+mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
 """
 
 FASTMCP_PROXY = """
@@ -354,9 +353,7 @@ def find_fastmcp_python(explicit: Path | None) -> Path | None:
     if explicit is not None:
         return explicit if explicit.exists() else None
     import importlib.util
-    if importlib.util.find_spec("fastmcp") is not None:
-        return Path(sys.executable)
-    return FASTMCP_PYTHON if FASTMCP_PYTHON.exists() else None
+    return Path(sys.executable) if importlib.util.find_spec("fastmcp") is not None else None
 
 
 def main() -> None:

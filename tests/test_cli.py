@@ -115,8 +115,7 @@ async def test_serve_quickstart_reload_and_terminate(tmp_path: Path) -> None:
     changed = asyncio.Event()
 
     async def on_message(message: Any) -> None:
-        if isinstance(message, types.ServerNotification) and \
-                isinstance(message.root, types.PromptListChangedNotification):
+        if isinstance(message, types.PromptListChangedNotification):
             changed.set()
 
     try:
@@ -132,11 +131,11 @@ async def test_serve_quickstart_reload_and_terminate(tmp_path: Path) -> None:
             tools = {t.name for t in (await session.list_tools()).tools}
             assert {"shop_query", "shop_top_customers", "tiny_echo"} <= tools
             echoed = await session.call_tool("tiny_echo", {"text": "hi"})
-            assert not echoed.isError and isinstance(echoed.content[0], types.TextContent)
+            assert not echoed.is_error and isinstance(echoed.content[0], types.TextContent)
             assert echoed.content[0].text == "hi"
             top = await session.call_tool("shop_top_customers", {"region": "emea", "n": 3})
-            assert not top.isError and top.structuredContent is not None
-            assert len(top.structuredContent["rows"]) == 3
+            assert not top.is_error and top.structured_content is not None
+            assert len(top.structured_content["rows"]) == 3
             runbook = await session.read_resource("docs://runbook")  # type: ignore[arg-type]
             assert isinstance(runbook.contents[0], types.TextResourceContents)
             assert runbook.contents[0].text == (REPO / "examples" / "docs" / "runbook.md").read_text()

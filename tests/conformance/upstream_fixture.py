@@ -1,11 +1,12 @@
-"""The upstream the conformance suite is run against *through the gateway*.
+"""The reference server of the conformance runs, built with the official ``mcp`` SDK 2.x (MCPServer).
 
-Built with the official ``mcp`` SDK (FastMCP); it serves what the server scenarios of
-``@modelcontextprotocol/conformance`` name: the ``test_*`` tools, the ``test://`` resources and
-resource template, the ``test_*`` prompts, completion, subscriptions and logging. The gateway
-chains it with an empty prefix, so the suite sees these exact names on the gateway's endpoint.
+It serves what the server scenarios of ``@modelcontextprotocol/conformance`` name: the ``test_*``
+tools, the ``test://`` resources and resource template, the ``test_*`` prompts, completion,
+subscriptions and logging. The 2025-11-25 suite runs *through the gateway*, which chains it with
+an empty prefix, so the suite sees these exact names on the gateway's endpoint.
 
-Run: ``python upstream_fixture.py`` (stdio) or ``python upstream_fixture.py --http PORT``.
+Run: ``python upstream_fixture.py`` (stdio) or ``python upstream_fixture.py --http PORT``, with
+``--era dual|legacy|modern`` (:mod:`tests.sdk_server`; ``dual``, the SDK's own behaviour, by default).
 """
 
 from __future__ import annotations
@@ -14,26 +15,39 @@ import argparse
 import asyncio
 import base64
 import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
 
-from mcp import types
-from mcp.server.fastmcp import Context, FastMCP
-from mcp.server.fastmcp.prompts.base import UserMessage
+from mcp import MCPError, types
+from mcp.server import ServerRequestContext
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts.base import Prompt, UserMessage
 from pydantic import BaseModel, Field
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script: the repo's tests package
+from tests.sdk_server import ERAS, serve  # noqa: E402
 
 # A 1x1 PNG and a tiny WAV header: the scenarios only check type and mime type.
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 
-JSON_SCHEMA_2020_12 = {
+JSON_SCHEMA_2020_12 = {  # as the json-schema-2020-12 scenarios describe it (SEP-1613, SEP-2106)
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
-    "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"},
-                                                          "city": {"type": "string"}}}},
-    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                          "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"},
+                   "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                   "phone": {"type": "string"}, "email": {"type": "string"}},
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
     "additionalProperties": False,
 }
 
-mcp = FastMCP("conformance-upstream", log_level="WARNING")
+mcp: MCPServer[Any] = MCPServer("conformance-upstream", version="1.0.0", log_level="WARNING")
 
 
 def _text(text: str) -> types.TextContent:
@@ -49,20 +63,20 @@ def test_simple_text() -> str:
 @mcp.tool()
 def test_image_content() -> list[types.ImageContent]:
     """Returns one image block."""
-    return [types.ImageContent(type="image", data=PNG, mimeType="image/png")]
+    return [types.ImageContent(type="image", data=PNG, mime_type="image/png")]
 
 
 @mcp.tool()
 def test_audio_content() -> list[types.AudioContent]:
     """Returns one audio block."""
-    return [types.AudioContent(type="audio", data=WAV, mimeType="audio/wav")]
+    return [types.AudioContent(type="audio", data=WAV, mime_type="audio/wav")]
 
 
 @mcp.tool()
 def test_embedded_resource() -> list[types.EmbeddedResource]:
     """Returns an embedded text resource."""
     return [types.EmbeddedResource(type="resource", resource=types.TextResourceContents(
-        uri="test://embedded-resource", mimeType="text/plain", text="This is an embedded resource content."))]  # type: ignore[arg-type]
+        uri="test://embedded-resource", mime_type="text/plain", text="This is an embedded resource content."))]  # type: ignore[arg-type]
 
 
 @mcp.tool()
@@ -70,9 +84,9 @@ def test_multiple_content_types() -> list[types.TextContent | types.ImageContent
     """Returns text, image and resource blocks."""
     return [
         _text("Multiple content types test:"),
-        types.ImageContent(type="image", data=PNG, mimeType="image/png"),
+        types.ImageContent(type="image", data=PNG, mime_type="image/png"),
         types.EmbeddedResource(type="resource", resource=types.TextResourceContents(
-            uri="test://mixed-content-resource", mimeType="application/json",  # type: ignore[arg-type]
+            uri="test://mixed-content-resource", mime_type="application/json",  # type: ignore[arg-type]
             text=json.dumps({"test": "data", "value": 123}))),
     ]
 
@@ -96,7 +110,7 @@ async def test_tool_with_progress(ctx: Context) -> str:
         if step < 100:
             await asyncio.sleep(0.05)
     meta = ctx.request_context.meta
-    return str(meta.progressToken if meta and meta.progressToken is not None else 0)
+    return str(meta.get("progress_token", 0) if meta else 0)
 
 
 @mcp.tool()
@@ -182,8 +196,16 @@ def json_schema_2020_12_tool(name: str = "", address: dict | None = None) -> str
     return f"ok {name}"
 
 
-# The scenario checks that $schema, $defs and additionalProperties survive the listing verbatim.
+# The scenarios check that the schema's keywords survive the listing verbatim; MCPServer derives a
+# tool's schema from its signature and has no public override, so the registered tool gets it.
 mcp._tool_manager._tools["json_schema_2020_12_tool"].parameters = JSON_SCHEMA_2020_12
+
+
+@mcp.tool()
+def test_x_mcp_header(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})],
+                      query: str = "") -> str:
+    """Its `region` argument is mirrored in an Mcp-Param-Region header on 2026-07-28 HTTP (SEP-2243)."""
+    return f"region={region} query={query}"
 
 
 @mcp.resource("test://static-text", mime_type="text/plain", description="A static text resource")
@@ -223,7 +245,7 @@ def test_prompt_with_embedded_resource(resourceUri: str) -> list[UserMessage]:
     """A prompt embedding a resource."""
     return [
         UserMessage(content=types.EmbeddedResource(type="resource", resource=types.TextResourceContents(
-            uri=resourceUri, mimeType="text/plain", text="Embedded resource content for testing."))),  # type: ignore[arg-type]
+            uri=resourceUri, mime_type="text/plain", text="Embedded resource content for testing."))),  # type: ignore[arg-type]
         UserMessage(content=_text("Please process the embedded resource above.")),
     ]
 
@@ -231,43 +253,241 @@ def test_prompt_with_embedded_resource(resourceUri: str) -> list[UserMessage]:
 @mcp.prompt()
 def test_prompt_with_image() -> list[UserMessage]:
     """A prompt with an image."""
-    return [UserMessage(content=types.ImageContent(type="image", data=PNG, mimeType="image/png")),
+    return [UserMessage(content=types.ImageContent(type="image", data=PNG, mime_type="image/png")),
             UserMessage(content=_text("Please analyze the image above."))]
 
 
-_subscriptions: set[str] = set()
-_low = mcp._mcp_server
+# --- 2026-07-28 (the stateless revision): what the `--requirements 2026-07-28` server scenarios ask
+# of the reference. On that revision a server never sends requests of its own: a tool that needs
+# the client returns an InputRequiredResult naming what it needs (SEP-2322) and the client retries
+# the call with `inputResponses` (and the echoed `requestState`, sealed by MCPServer's request-state
+# boundary, so a tampered one is refused before the tool runs).
 
 
-@_low.subscribe_resource()
-async def _subscribe(uri: object) -> None:
-    _subscriptions.add(str(uri))
+def _form(message: str, field: str, kind: str = "string") -> types.ElicitRequest:
+    schema = {"type": "object", "properties": {field: {"type": kind}}, "required": [field]}
+    return types.ElicitRequest(params=types.ElicitRequestFormParams(message=message, requested_schema=schema))
 
 
-@_low.unsubscribe_resource()
-async def _unsubscribe(uri: object) -> None:
-    _subscriptions.discard(str(uri))
+def _sampling(text: str, max_tokens: int) -> types.CreateMessageRequest:
+    return types.CreateMessageRequest(params=types.CreateMessageRequestParams(
+        messages=[types.SamplingMessage(role="user", content=_text(text))], max_tokens=max_tokens))
 
 
-@_low.set_logging_level()
-async def _set_level(level: str) -> None:
+def _answer(ctx: Context, key: str) -> types.InputResponse | None:
+    return (ctx.input_responses or {}).get(key)
+
+
+def _elicited(response: types.InputResponse | None, field: str) -> str | None:
+    if isinstance(response, types.ElicitResult) and response.action == "accept" and response.content:
+        value = response.content.get(field)
+        return None if value is None else str(value)
     return None
+
+
+def _sampled(response: types.InputResponse | None) -> str | None:
+    if isinstance(response, types.CreateMessageResult) and isinstance(response.content, types.TextContent):
+        return response.content.text
+    return None
+
+
+def _roots(response: types.InputResponse | None) -> list[str] | None:
+    return [root.uri for root in response.roots] if isinstance(response, types.ListRootsResult) else None
+
+
+@mcp.tool()
+async def test_input_required_result_elicitation(ctx: Context) -> str | types.InputRequiredResult:
+    """Asks for the user's name (elicitation) before greeting."""
+    name = _elicited(_answer(ctx, "user_name"), "name")
+    if name is None:  # first round, or a retry without a usable answer: ask (again)
+        return types.InputRequiredResult(input_requests={"user_name": _form("What is your name?", "name")})
+    return f"Hello, {name}!"
+
+
+@mcp.tool()
+async def test_input_required_result_sampling(ctx: Context) -> str | types.InputRequiredResult:
+    """Asks the client's model a question (sampling) and returns its answer."""
+    answer = _sampled(_answer(ctx, "capital_question"))
+    if answer is None:
+        return types.InputRequiredResult(
+            input_requests={"capital_question": _sampling("What is the capital of France?", 100)})
+    return f"The model answered: {answer}"
+
+
+@mcp.tool()
+async def test_input_required_result_list_roots(ctx: Context) -> str | types.InputRequiredResult:
+    """Asks for the client's roots and names them."""
+    roots = _roots(_answer(ctx, "client_roots"))
+    if roots is None:
+        return types.InputRequiredResult(input_requests={"client_roots": types.ListRootsRequest()})
+    return f"Client roots: {', '.join(roots) or '(none)'}"
+
+
+@mcp.tool()
+async def test_input_required_result_request_state(ctx: Context) -> str | types.InputRequiredResult:
+    """Round-trips a requestState alongside an elicitation."""
+    confirmed = _answer(ctx, "confirm")
+    if confirmed is None or ctx.request_state != "awaiting-confirmation":
+        return types.InputRequiredResult(input_requests={"confirm": _form("Please confirm", "ok", "boolean")},
+                                         request_state="awaiting-confirmation")
+    return "state-ok: the request state came back intact"
+
+
+@mcp.tool()
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str | types.InputRequiredResult:
+    """Asks for an elicitation, a sampling and the roots at once."""
+    name = _elicited(_answer(ctx, "user_name"), "name")
+    greeting = _sampled(_answer(ctx, "greeting"))
+    roots = _roots(_answer(ctx, "client_roots"))
+    if name is None or greeting is None or roots is None or ctx.request_state != "three-inputs":
+        return types.InputRequiredResult(
+            input_requests={"user_name": _form("What is your name?", "name"),
+                            "greeting": _sampling("Generate a greeting", 50),
+                            "client_roots": types.ListRootsRequest()},
+            request_state="three-inputs")
+    return f"{greeting} {name} (roots: {', '.join(roots) or '(none)'})"
+
+
+@mcp.tool()
+async def test_input_required_result_multi_round(ctx: Context) -> str | types.InputRequiredResult:
+    """Two questions in two rounds, the requestState evolving between them."""
+    if ctx.request_state == "round-2":
+        color = _elicited(_answer(ctx, "step2"), "color")
+        if color is not None:
+            return f"Your favorite color is {color}"
+    if ctx.request_state == "round-1":
+        name = _elicited(_answer(ctx, "step1"), "name")
+        if name is not None:
+            return types.InputRequiredResult(
+                input_requests={"step2": _form("Step 2: What is your favorite color?", "color")},
+                request_state="round-2")
+    return types.InputRequiredResult(input_requests={"step1": _form("Step 1: What is your name?", "name")},
+                                     request_state="round-1")
+
+
+@mcp.tool()
+async def test_input_required_result_tampered_state(ctx: Context) -> str | types.InputRequiredResult:
+    """Issues a sealed requestState; a tampered copy never reaches this body (the SDK refuses it)."""
+    if ctx.request_state == "sealed-round-1" and _answer(ctx, "confirm") is not None:
+        return "state verified"
+    return types.InputRequiredResult(input_requests={"confirm": _form("Please confirm", "ok", "boolean")},
+                                     request_state="sealed-round-1")
+
+
+@mcp.tool()
+async def test_input_required_result_capabilities(ctx: Context) -> str | types.InputRequiredResult:
+    """Asks only for what the client declared it can answer."""
+    caps = ctx.client_capabilities or types.ClientCapabilities()
+    requests: dict[str, types.InputRequest] = {}
+    if caps.elicitation is not None:
+        requests["user_name"] = _form("What is your name?", "name")
+    if caps.sampling is not None:
+        requests["greeting"] = _sampling("Generate a greeting", 50)
+    if caps.roots is not None:
+        requests["client_roots"] = types.ListRootsRequest()
+    if not requests or all(_answer(ctx, key) is not None for key in requests):
+        return f"answered: {', '.join(sorted(requests)) or '(nothing needed)'}"
+    return types.InputRequiredResult(input_requests=requests, request_state="capability-gated")
+
+
+@mcp.prompt()
+async def test_input_required_result_prompt(ctx: Context) -> list[UserMessage] | types.InputRequiredResult:
+    """A prompt that asks the user for context first (an InputRequiredResult outside tools/call)."""
+    context = _elicited(_answer(ctx, "user_context"), "context")
+    if context is None:
+        return types.InputRequiredResult(
+            input_requests={"user_context": _form("What context should the prompt use?", "context")})
+    return [UserMessage(content=_text(f"Answer with this context in mind: {context}"))]
+
+
+@mcp.tool()
+async def test_missing_capability(ctx: Context) -> str:
+    """Needs the client's sampling capability: without it, -32021 (it is never used, only required)."""
+    caps = ctx.client_capabilities
+    if caps is None or caps.sampling is None:
+        raise MCPError(code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                       message="This tool requires the client's sampling capability",
+                       data={"requiredCapabilities": {"sampling": {}}})
+    return "the client can sample"
+
+
+@mcp.tool()
+async def test_streaming_elicitation(ctx: Context) -> str | types.InputRequiredResult:
+    """Reports progress on its response stream, then asks for a confirmation as an input request."""
+    await ctx.report_progress(1, 2, "thinking")
+    if _answer(ctx, "confirm") is None:
+        return types.InputRequiredResult(input_requests={"confirm": _form("Proceed?", "ok", "boolean")})
+    return "confirmed"
+
+
+@mcp.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """Logs one message: delivered only to a request that opted in with a log level."""
+    await ctx.info("test_logging_tool ran")
+    return "logged"
+
+
+def _dynamic() -> str:
+    return "dynamic"
+
+
+@mcp.tool()
+async def test_trigger_tool_change(ctx: Context) -> str:
+    """Changes the tool list and announces it on subscriptions/listen streams."""
+    mcp.add_tool(_dynamic, name="test_dynamic_tool", description="Added and removed by test_trigger_tool_change")
+    mcp.remove_tool("test_dynamic_tool")
+    await ctx.notify_tools_changed()
+    return "tool list changed"
+
+
+@mcp.tool()
+async def test_trigger_prompt_change(ctx: Context) -> str:
+    """Changes the prompt list and announces it on subscriptions/listen streams."""
+    mcp.add_prompt(Prompt.from_function(_dynamic, name="test_dynamic_prompt",
+                                        description="Added and removed by test_trigger_prompt_change"))
+    mcp.remove_prompt("test_dynamic_prompt")
+    await ctx.notify_prompts_changed()
+    return "prompt list changed"
+
+
+_subscriptions: set[str] = set()
+
+
+async def _subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
+    _subscriptions.add(params.uri)
+    return types.EmptyResult()
+
+
+async def _unsubscribe(ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+    _subscriptions.discard(params.uri)
+    return types.EmptyResult()
+
+
+async def _set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
+    return types.EmptyResult()
+
+
+# MCPServer has no public hook for these legacy methods: the lowlevel server takes them.
+_low = mcp._lowlevel_server
+_low.add_request_handler("resources/subscribe", types.SubscribeRequestParams, _subscribe)
+_low.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, _unsubscribe)
+_low.add_request_handler("logging/setLevel", types.SetLevelRequestParams, _set_level)
 
 
 @mcp.completion()
 async def _complete(ref: object, argument: types.CompletionArgument, context: object) -> types.Completion:
-    return types.Completion(values=[], total=0, hasMore=False)
+    return types.Completion(values=[], total=0, has_more=False)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, default=0, help="serve Streamable HTTP on this port instead of stdio")
+    parser.add_argument("--era", default="dual", choices=ERAS)
     args = parser.parse_args()
     if args.http:
-        mcp.settings.port = args.http
-        mcp.run("streamable-http")
+        serve(mcp, "streamable_http", args.era, args.http)
     else:
-        mcp.run("stdio")
+        serve(mcp, "stdio", args.era)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,11 @@ import asyncio
 from contextlib import AsyncExitStack
 
 import aiohttp
-from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import PaginatedRequestParams
 
 from tests.deploy.sticky_proxy import sticky_proxy
+from tests.e2e.clients import LEGACY, connect
 from tests.filters.mcp_http import McpHttp
 from tests.support import gateway_process
 from tests.telemetry.metrics_client import scrape
@@ -37,14 +38,13 @@ connectors:
 
 async def exercise(url: str) -> list[str]:
     """One SDK session doing several requests; returns the prompt names it paged through."""
-    async with streamable_http_client(url + "/mcp") as (read, write, _), ClientSession(read, write) as s:
-        await s.initialize()
+    async with connect(streamable_http_client(url + "/mcp"), LEGACY) as s:
         names: list[str] = []
         cursor = None
         while True:
-            page = await s.list_prompts(cursor=cursor)
+            page = await s.list_prompts(params=PaginatedRequestParams(cursor=cursor))
             names += [p.name for p in page.prompts]
-            cursor = page.nextCursor
+            cursor = page.next_cursor
             if not cursor:
                 break
         prompt = await s.get_prompt("kit_p3", {"who": "ops"})

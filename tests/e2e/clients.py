@@ -1,8 +1,22 @@
-"""Shared e2e helpers: a static config with more items than a page, and official-SDK clients.
+"""Shared e2e helpers: a static config with more items than a page, and official-SDK (2.x) clients.
 
-:func:`serve` yields an initialized ``mcp.ClientSession`` talking to a gateway over one of the three
-transports: Streamable HTTP and legacy SSE against an in-process gateway on loopback, stdio against
-``python -m gateway.cli stdio`` spawned by the SDK's own ``stdio_client``.
+:func:`connect` is the one way the tests open an SDK client: it yields a connected
+``mcp.ClientSession`` at a chosen protocol revision, over any SDK transport. How the SDK 2.x client
+picks a revision (read from ``mcp/client/client.py`` and ``mcp/client/_probe.py``):
+
+* ``Client(mode="auto")``, the SDK's default, probes ``server/discover`` at 2026-07-28 and falls
+  back to the ``initialize`` handshake on any JSON-RPC error (HTTP 4xx included) except a -32022
+  naming only modern versions, and on a discover result that lists no modern version;
+* ``Client(mode="legacy")`` always sends ``initialize`` offering 2025-11-25 (the newest handshake
+  revision; the SDK cannot offer an older one) — a bare ``ClientSession.initialize()`` does the same;
+* ``Client(mode="2026-07-28")`` pins the stateless revision without any probe: every request
+  carries ``_meta`` protocolVersion/clientInfo/clientCapabilities and the ``MCP-Protocol-Version``
+  header (``ClientSession.discover()`` is the explicit probe-and-adopt).
+
+The gateway serves the legacy revisions only (2026-07-28 is being added), so the existing tests
+ask for :data:`LEGACY` explicitly. :func:`serve` yields such a session talking to a gateway over one
+of the three transports: Streamable HTTP and legacy SSE against an in-process gateway on loopback,
+stdio against ``python -m gateway.cli stdio`` spawned by the SDK's own ``stdio_client``.
 """
 
 from __future__ import annotations
@@ -12,16 +26,24 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters, types
+from mcp.client import Transport
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types.version import LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
 from tests.support import REPO, running_gateway
 
-__all__ = ["TRANSPORTS", "CORE_ONLY", "BINARY", "write_static_config", "serve", "sdk_client", "eventually"]
+__all__ = ["TRANSPORTS", "CORE_ONLY", "BINARY", "LEGACY", "MODERN", "Revision", "connect", "write_static_config",
+           "serve", "sdk_client", "eventually"]
+
+LEGACY = "2025-11-25"   # the newest handshake revision: what an SDK 2.x client offers in `initialize`
+MODERN = "2026-07-28"   # the stateless revision (per-request _meta, no initialize)
+Revision = Literal["2025-11-25", "2026-07-28", "auto"]
+assert LEGACY == LATEST_HANDSHAKE_VERSION and MODERN in MODERN_PROTOCOL_VERSIONS
 
 TRANSPORTS = ("streamable_http", "sse", "stdio")
 # The core alone: no audit database, no metrics (those have their own tests).
@@ -54,19 +76,42 @@ def write_static_config(tmp: Path, page_size: int = 3) -> Path:
 
 
 @asynccontextmanager
+async def connect(transport: Transport, revision: Revision = LEGACY, *, discover: bool = False,
+                  **kwargs: Any) -> AsyncIterator[ClientSession]:
+    """A connected SDK ``ClientSession`` over ``transport`` (``streamable_http_client(url)``,
+    ``sse_client(url)``, ``stdio_client(params)``) at ``revision``.
+
+    ``LEGACY`` runs the ``initialize`` handshake; ``MODERN`` pins 2026-07-28 without a probe (the
+    server capabilities are then unknown), or with ``discover=True`` first sends ``server/discover``
+    and adopts its result, raising ``MCPError`` when the server does not answer it as a modern
+    server; ``"auto"`` is the SDK's default negotiation (discover, fall back to initialize).
+    ``kwargs`` are ``mcp.Client`` callbacks (``sampling_callback``, ``logging_callback``,
+    ``message_handler``, ``log_level``, ...). The negotiated revision is checked, so a test never
+    runs silently at another one.
+    """
+    mode = "legacy" if revision == LEGACY else revision
+    async with Client(transport, mode=mode, **kwargs) as client:
+        session = client.session
+        if revision == MODERN and discover:
+            session.adopt(types.DiscoverResult.model_validate(await session.send_discover(MODERN)))
+        if revision != "auto":
+            assert session.protocol_version == revision, \
+                f"asked for {revision}, negotiated {session.protocol_version}"
+        yield session
+
+
+@asynccontextmanager
 async def sdk_client(transport: str, url: str | None = None, config_path: Path | None = None,
-                     errlog: Path | None = None, **kwargs: Any) -> AsyncIterator[ClientSession]:
-    """An initialized SDK session on ``url`` (HTTP transports) or a spawned stdio gateway."""
+                     errlog: Path | None = None, revision: Revision = LEGACY,
+                     **kwargs: Any) -> AsyncIterator[ClientSession]:
+    """An SDK session at ``revision`` on ``url`` (HTTP transports) or a spawned stdio gateway."""
     if transport == "streamable_http":
         assert url is not None
-        async with streamable_http_client(url + "/mcp") as (read, write, _), \
-                ClientSession(read, write, **kwargs) as session:
-            await session.initialize()
+        async with connect(streamable_http_client(url + "/mcp"), revision, **kwargs) as session:
             yield session
     elif transport == "sse":
         assert url is not None
-        async with sse_client(url + "/sse") as (read, write), ClientSession(read, write, **kwargs) as session:
-            await session.initialize()
+        async with connect(sse_client(url + "/sse"), revision, **kwargs) as session:
             yield session
     else:
         assert config_path is not None
@@ -75,15 +120,14 @@ async def sdk_client(transport: str, url: str | None = None, config_path: Path |
                                        cwd=str(REPO))
         log_path = errlog or config_path.with_suffix(".stderr.log")
         with log_path.open("w") as err:
-            async with stdio_client(params, errlog=err) as (read, write), \
-                    ClientSession(read, write, **kwargs) as session:
-                await session.initialize()
+            async with connect(stdio_client(params, errlog=err), revision, **kwargs) as session:
                 yield session
 
 
 @asynccontextmanager
 async def serve(transport: str, config_path: Path, **kwargs: Any) -> AsyncIterator[ClientSession]:
-    """Serve ``config_path`` over ``transport`` and yield an initialized SDK session to it."""
+    """Serve ``config_path`` over ``transport`` and yield a connected SDK session to it (``kwargs``:
+    :func:`sdk_client`'s, ``revision`` included)."""
     if transport == "stdio":
         async with sdk_client("stdio", config_path=config_path, **kwargs) as session:
             yield session

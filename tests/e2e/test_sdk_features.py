@@ -7,8 +7,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from mcp import McpError, types
-from mcp.shared.context import RequestContext
+from mcp import MCPError, types
+from mcp.client import ClientRequestContext
 
 from gateway.transports.http_app import HTTP_KEY
 from tests.e2e import testkit
@@ -38,16 +38,16 @@ async def test_tools_pagination_and_call(transport: str) -> None:
             page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
             assert len(page.tools) <= 7
             names += [t.name for t in page.tools]
-            cursor = page.nextCursor
+            cursor = page.next_cursor
             if cursor is None:
                 break
         expected = sorted([f"kit_echo_{i:03d}" for i in range(20)] + [f"z.echo_{i:03d}" for i in range(2)]
                           + [f"{p}{n}" for p in ("kit_", "z.") for n in ("slow", "progress", "sample", "log", "ask")])
         assert names == expected
         result = await session.call_tool("z.echo_001", {"b": 2, "a": 1})
-        assert not result.isError
+        assert not result.is_error
         assert isinstance(result.content[0], types.TextContent) and result.content[0].text == '{"a": 1, "b": 2}'
-        with pytest.raises(McpError) as info:
+        with pytest.raises(MCPError) as info:
             await session.call_tool("kit_nope", {})
         assert info.value.error.code == -32602
 
@@ -59,7 +59,7 @@ async def test_progress_sampling_and_logging(transport: str) -> None:
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append((value, total, message))
 
-    async def on_sampling(ctx: RequestContext[Any, Any], params: types.CreateMessageRequestParams
+    async def on_sampling(ctx: ClientRequestContext, params: types.CreateMessageRequestParams
                           ) -> types.CreateMessageResult:
         question = params.messages[0].content
         assert isinstance(question, types.TextContent)
@@ -92,8 +92,7 @@ async def test_list_changed_reaches_every_session(transport: str) -> None:
 
     def handler(key: str) -> Any:
         async def handle(message: Any) -> None:
-            if isinstance(message, types.ServerNotification) and \
-                    isinstance(message.root, types.ToolListChangedNotification):
+            if isinstance(message, types.ToolListChangedNotification):
                 seen[key].set()
         return handle
 

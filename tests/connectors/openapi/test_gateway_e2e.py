@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 
-import httpx
+import httpx2
 from aiohttp import web
-from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import PaginatedRequestParams
 
+from tests.e2e.clients import LEGACY, connect
 from tests.support import running_gateway
 
 from .upstream import SPECS, load_doc, mock_upstream
@@ -36,28 +37,26 @@ async def test_petstore_through_the_gateway_with_the_sdk_client() -> None:
             exclude: {{operations: [deleteUser]}}
             routes: [{{methods: [GET], path: "/pet/{{petId}}", route: resource}}]
         """
-        async with running_gateway(config) as gw, streamable_http_client(gw.mcp_url) as (read, write, _), \
-                ClientSession(read, write) as session:
-            await session.initialize()
+        async with running_gateway(config) as gw, connect(streamable_http_client(gw.mcp_url), LEGACY) as session:
             names: list[str] = []
             cursor = None
             while True:
-                page = await session.list_tools(cursor=cursor)
+                page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
                 names += [t.name for t in page.tools]
-                cursor = page.nextCursor
+                cursor = page.next_cursor
                 if not cursor:
                     break
             assert len(names) == 18 and "petstore_addPet" in names  # 20 - deleteUser - getPetById
             assert "petstore_deleteUser" not in names
             result = await session.call_tool("petstore_getInventory", {})
-            assert not result.isError and result.structuredContent == {"available": 3, "sold": 1}
+            assert not result.is_error and result.structured_content == {"available": 3, "sold": 1}
             created = await session.call_tool("petstore_addPet", {"name": "rex", "photoUrls": []})
-            assert not created.isError and created.structuredContent["name"] == "rex"
+            assert not created.is_error and created.structured_content["name"] == "rex"
             assert json.loads(up.seen[-1]["body"]) == {"name": "rex", "photoUrls": []}
             bad = await session.call_tool("petstore_updatePet", {"name": 5, "photoUrls": []})
-            assert bad.isError and "name" in bad.content[0].text
+            assert bad.is_error and "name" in bad.content[0].text
             templates = await session.list_resource_templates()
-            assert [t.uriTemplate for t in templates.resourceTemplates] == ["openapi://petstore/pet/{petId}"]
+            assert [t.uri_template for t in templates.resource_templates] == ["openapi://petstore/pet/{petId}"]
             read_back = await session.read_resource("openapi://petstore/pet/7")
             assert json.loads(read_back.contents[0].text)["id"] == 7
             assert all(not s["errors"] for s in up.seen)
@@ -79,10 +78,8 @@ async def test_caller_credentials_are_forwarded_only_when_enabled() -> None:
                 auth: {{bearer: tok-1, forward_caller: {str(forward).lower()}}}
             """
             async with running_gateway(config) as gw, \
-                    httpx.AsyncClient(headers={"Authorization": "Bearer caller-key"}) as http, \
-                    streamable_http_client(gw.mcp_url, http_client=http) as (read, write, _), \
-                    ClientSession(read, write) as session:
-                await session.initialize()
+                    httpx2.AsyncClient(headers={"Authorization": "Bearer caller-key"}) as http, \
+                    connect(streamable_http_client(gw.mcp_url, http_client=http), LEGACY) as session:
                 result = await session.call_tool("petstore_getInventory", {})
-                assert not result.isError
+                assert not result.is_error
                 assert up.seen[-1]["headers"].get("Authorization") == expected
