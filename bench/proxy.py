@@ -144,12 +144,22 @@ async def process(*argv: str, ready_url: str, env: dict[str, str] | None = None)
                 await proc.wait()
 
 
-class Caller:
-    """One MCP session over Streamable HTTP, calling ``tools/call`` as fast as it is answered."""
+MODERN = "2026-07-28"
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN,
+               "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+               "io.modelcontextprotocol/clientCapabilities": {}}
 
-    def __init__(self, http: aiohttp.ClientSession, url: str, tool: str) -> None:
-        self.http, self.url, self.tool = http, url, tool
+
+class Caller:
+    """One caller over Streamable HTTP, calling ``tools/call`` as fast as it is answered: an MCP
+    session (``revision`` 2025-06-18), or stateless requests (``revision`` 2026-07-28, no session,
+    ``_meta`` and request-metadata headers on every call)."""
+
+    def __init__(self, http: aiohttp.ClientSession, url: str, tool: str, revision: str = "2025-06-18") -> None:
+        self.http, self.url, self.tool, self.revision = http, url, tool, revision
         self.headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        if revision == MODERN:
+            self.headers.update({"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": tool})
         self.ids = 0
         self.answered = 0.0
 
@@ -179,6 +189,8 @@ class Caller:
             return msg
 
     async def open(self) -> None:
+        if self.revision == MODERN:
+            return  # nothing to open: no session in this revision
         await self._post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
         self.headers["mcp-protocol-version"] = "2025-06-18"
@@ -186,8 +198,10 @@ class Caller:
 
     async def call(self) -> None:
         self.ids += 1
-        msg = await self._post({"jsonrpc": "2.0", "id": self.ids, "method": "tools/call",
-                                "params": {"name": self.tool, "arguments": {"text": "hello"}}})
+        params: dict[str, Any] = {"name": self.tool, "arguments": {"text": "hello"}}
+        if self.revision == MODERN:
+            params["_meta"] = MODERN_META
+        msg = await self._post({"jsonrpc": "2.0", "id": self.ids, "method": "tools/call", "params": params})
         if msg is None or "result" not in msg or msg["result"].get("isError"):
             raise RuntimeError(f"bad answer: {msg}")
 
@@ -209,8 +223,9 @@ class Result:
 class Target:
     """A URL with ``concurrency`` open sessions and the samples gathered over all rounds."""
 
-    def __init__(self, http: aiohttp.ClientSession, url: str, tool: str, pid: int, concurrency: int) -> None:
-        self.callers = [Caller(http, url, tool) for _ in range(concurrency)]
+    def __init__(self, http: aiohttp.ClientSession, url: str, tool: str, pid: int, concurrency: int,
+                 revision: str = "2025-06-18") -> None:
+        self.callers = [Caller(http, url, tool, revision) for _ in range(concurrency)]
         self.pid = pid
         self.latencies: list[float] = []
         self.busy = 0.0
@@ -245,9 +260,11 @@ class Target:
 
 async def measure(urls: dict[str, tuple[str, str, int]], concurrency: int, seconds: float,
                   rounds: int = 6) -> dict[str, Result]:
-    """Interleave the targets in short rounds, so load drifting on the machine hits all alike."""
+    """Interleave the targets in short rounds, so load drifting on the machine hits all alike. A
+    label ending in ``2026-07-28`` is called statelessly, at that revision."""
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
-        targets = {label: Target(http, url, tool, pid, concurrency) for label, (url, tool, pid) in urls.items()}
+        targets = {label: Target(http, url, tool, pid, concurrency, MODERN if label.endswith(MODERN) else "2025-06-18")
+                   for label, (url, tool, pid) in urls.items()}
         for t in targets.values():
             await t.open()
         for _ in range(rounds):
@@ -298,7 +315,9 @@ async def run_bench(seconds: float, concurrency: int, fastmcp_python: Path | Non
         full_url, full_pid = await start_gateway(stack, tmp / "defaults", upstream_url, bare=False)
         targets = {"(a) direct": (upstream_url, "echo", up_pid),
                    "(b) gateway": (gw_url, "echo", gw_pid),
-                   "(b+) +audit+metrics": (full_url, "echo", full_pid)}
+                   "(b+) +audit+metrics": (full_url, "echo", full_pid),
+                   f"(a) direct {MODERN}": (upstream_url, "echo", up_pid),
+                   f"(b) gateway {MODERN}": (gw_url, "echo", gw_pid)}
         fw_port = free_port()
         fw_pid = await stack.enter_async_context(process(sys.executable, "-c", FORWARDER, upstream_url, str(fw_port),
                                                          ready_url=f"http://127.0.0.1:{fw_port}/readyz"))
@@ -319,21 +338,22 @@ async def run_bench(seconds: float, concurrency: int, fastmcp_python: Path | Non
 
 
 def table(results: dict[str, dict[int, Result | None]], concurrency: int) -> str:
-    direct = results["(a) direct"]
-    head = (f"{'target':<20}{'callers':>8}{'p50 ms':>10}{'p99 ms':>10}{'calls/s':>10}"
+    head = (f"{'target':<31}{'callers':>8}{'p50 ms':>10}{'p99 ms':>10}{'calls/s':>10}"
             f"{'+p50 ms vs (a)':>16}{'% of (a) calls/s':>18}{'server CPU us/call':>20}")
     lines = [head, "-" * len(head)]
     for label, per in results.items():
+        # A 2026-07-28 row is compared with the direct call at that revision.
+        direct = results[f"(a) direct {MODERN}" if label.endswith(MODERN) else "(a) direct"]
         for n in (1, concurrency):
             r = per.get(n)
             if r is None:
-                lines.append(f"{label:<20}{n:>8}{'skipped (fastmcp not installed)':>84}")
+                lines.append(f"{label:<31}{n:>8}{'skipped (fastmcp not installed)':>84}")
                 continue
             d = direct[n]
             assert d is not None
-            lines.append(f"{label:<20}{n:>8}{r.p50_ms:>10.3f}{r.p99_ms:>10.3f}{r.calls_s:>10.0f}"
+            lines.append(f"{label:<31}{n:>8}{r.p50_ms:>10.3f}{r.p99_ms:>10.3f}{r.calls_s:>10.0f}"
                          f"{r.p50_ms - d.p50_ms:>16.3f}{100 * r.calls_s / d.calls_s:>17.1f}%{r.cpu_us:>20.0f}")
-    d1, dn = direct[1], direct[concurrency]
+    d1, dn = results["(a) direct"][1], results["(a) direct"][concurrency]
     assert d1 and dn
     lines.append("")
     gw1, gwn = results["(b) gateway"][1], results["(b) gateway"][concurrency]
@@ -346,6 +366,14 @@ def table(results: dict[str, dict[int, Result | None]], concurrency: int) -> str
     lines.append(f"for information: with its default SQLite audit log and metrics, the gateway adds "
                  f"{full1.p50_ms - d1.p50_ms:.3f} ms at p50 and keeps {100 * fulln.calls_s / dn.calls_s:.0f}% "
                  f"of direct calls/s at {concurrency} callers")
+    m1, mg1 = results[f"(a) direct {MODERN}"][1], results[f"(b) gateway {MODERN}"][1]
+    mn, mgn = results[f"(a) direct {MODERN}"][concurrency], results[f"(b) gateway {MODERN}"][concurrency]
+    assert m1 and mg1 and mn and mgn
+    added = mg1.p50_ms - m1.p50_ms
+    lines.append(f"targets at {MODERN} (stateless): gateway adds {added:.3f} ms at p50 (<= 0.5: "
+                 f"{'met' if added <= 0.5 else 'NOT met'}); keeps {100 * mgn.calls_s / mn.calls_s:.0f}% of direct "
+                 f"calls/s at {concurrency} callers; gateway CPU {mg1.cpu_us:.0f} us/call vs {gw1.cpu_us:.0f} "
+                 f"us/call with a session")
     return "\n".join(lines)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import secrets
@@ -40,13 +41,14 @@ MAX_INPUT_REQUESTS = 16
 class PendingInputs:
     """The input requests of one running call, and their answers."""
 
-    __slots__ = ("_asked", "_futures", "_keys", "changed")
+    __slots__ = ("_asked", "_futures", "_keys", "waker")
 
     def __init__(self) -> None:
         self._asked: dict[str, dict[str, Any]] = {}
         self._futures: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._keys = itertools.count(1)
-        self.changed = asyncio.Event()  # set when a new request was asked
+        # Resolved when the call asks for input (or ends): what run_until_input waits on.
+        self.waker: asyncio.Future[None] | None = None
 
     async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Register a request for the client and wait for its answer (the call's task blocks here
@@ -60,7 +62,7 @@ class PendingInputs:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._asked[key] = request
         self._futures[key] = future
-        self.changed.set()
+        _wake(self.waker)
         try:
             return await future
         finally:
@@ -86,20 +88,32 @@ class PendingInputs:
                 future.set_exception(exc)
 
 
-async def run_until_input(task: asyncio.Task[Any], inputs: PendingInputs) -> bool:
-    """Wait until ``task`` finishes (True) or asks for input nobody has answered yet (False)."""
+def _wake(waker: asyncio.Future[None] | None) -> None:
+    if waker is not None and not waker.done():
+        waker.set_result(None)
+
+
+def _wake_on_done(waker: asyncio.Future[None], _task: asyncio.Future[Any]) -> None:
+    _wake(waker)
+
+
+async def run_until_input(task: asyncio.Future[Any], inputs: PendingInputs) -> bool:
+    """Wait until ``task`` finishes (True) or asks for input nobody has answered yet (False).
+
+    One future per wait, resolved by whichever comes first (no helper task: this is on the path
+    of every 2026-07-28 tools/call)."""
     while True:
         if task.done():
             return True
         if inputs.outstanding():
-            inputs.changed.clear()
             return False
-        inputs.changed.clear()
-        waiter = asyncio.ensure_future(inputs.changed.wait())
+        waker: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        inputs.waker = waker
+        task.add_done_callback(functools.partial(_wake_on_done, waker))
         try:
-            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            await waker
         finally:
-            waiter.cancel()
+            inputs.waker = None
 
 
 @dataclass(slots=True)
@@ -107,7 +121,7 @@ class ParkedCall:
     """A call waiting for the client's retry. ``session`` is its downstream handle, whose reply
     channel the retry re-points; ``principal``/``method``/``digest`` bind it to its request."""
 
-    task: asyncio.Task[Any]
+    task: asyncio.Future[Any]
     inputs: PendingInputs
     session: Any
     principal: str

@@ -19,6 +19,7 @@ replay another caller's state.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import secrets
 from typing import Any, Protocol
@@ -26,7 +27,13 @@ from typing import Any, Protocol
 from gateway.context import LocalHandler, Principal
 from gateway.mrtr import ParkedCall, ParkedCalls, PendingInputs, run_until_input
 from gateway.protocol import jsonrpc
-from gateway.protocol.errors import InvalidParams, MethodNotFound, ProtocolError, RequestTimeout
+from gateway.protocol.errors import (
+    InvalidParams,
+    MethodNotFound,
+    MissingRequiredClientCapability,
+    ProtocolError,
+    RequestTimeout,
+)
 from gateway.protocol.lifecycle import StatelessLifecycle
 from gateway.protocol.meta import RequestMeta
 from gateway.protocol.request_state import RequestStateCodec, request_digest
@@ -40,8 +47,12 @@ log = logging.getLogger("gateway.stateless")
 # The requests a server may answer with InputRequiredResult (mrtr.mdx, "Supported Requests").
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 _LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+# Request ids for traces and audit rows: unique within the process, told apart between replicas.
+_ID_PREFIX = secrets.token_hex(4)
+_ids = itertools.count(1)
 _CLIENT_CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation",
                       "roots/list": "roots"}
+_INPUT_CAPABILITIES = frozenset(_CLIENT_CAPABILITY.values())
 
 
 class StatelessHost(Protocol):
@@ -70,7 +81,7 @@ class StatelessSession:
     def __init__(self, host: StatelessHost, transport: str, send: Send, principal: Principal,
                  meta: RequestMeta, caller_authorization: str | None = None) -> None:
         self.host = host
-        self.id = "req-" + secrets.token_urlsafe(12)  # for traces and audit rows: no session exists
+        self.id = f"req-{_ID_PREFIX}-{next(_ids)}"  # for traces and audit rows: no session exists
         self.transport = transport
         self.principal = principal
         self.protocol_version = meta.version
@@ -81,6 +92,7 @@ class StatelessSession:
         self.lifecycle = StatelessLifecycle()
         self._send = send
         self._inputs: PendingInputs | None = None
+        self._missing: dict[str, dict[str, Any]] = {}  # capabilities the backend asked for in vain
         self._revision = revision(meta.version)
 
     # -- what connectors and filters use --------------------------------------------------------
@@ -102,7 +114,10 @@ class StatelessSession:
         """A server→client request, asked through MRTR: the call parks until the client's retry."""
         needed = _CLIENT_CAPABILITY.get(method)
         if needed is not None and needed not in self.client_capabilities:
-            raise MethodNotFound(f"The client did not declare the {needed} capability")
+            # The backend needs what the client did not declare: the request itself fails with
+            # MissingRequiredClientCapability (-32021), whatever the backend makes of the refusal.
+            self._missing[needed] = {}
+            raise MissingRequiredClientCapability(dict(self._missing))
         if self._inputs is None:
             raise MethodNotFound(f"{method} cannot be asked of a 2026-07-28 client during this request")
         try:
@@ -145,6 +160,18 @@ class StatelessSession:
         call = self.host.dispatch(self, rid, method, params, traceparent, local)
         if method not in MRTR_METHODS:
             return jsonrpc.result_response(rid, await call)
+        if not self.client_capabilities.keys() & _INPUT_CAPABILITIES:
+            # The client could answer no input request, so the call can never park: run it in
+            # this task (no task of its own, no waiting on it: the common case costs nothing).
+            try:
+                result = await call
+            except ProtocolError:
+                if self._missing:
+                    return self._error(rid, MissingRequiredClientCapability(dict(self._missing)))
+                raise
+            if self._missing:
+                return self._error(rid, MissingRequiredClientCapability(dict(self._missing)))
+            return self._reply(rid, method, params, result)
         self._inputs = inputs = PendingInputs()
         task = asyncio.ensure_future(call)
         return await self._drive(rid, method, params, task, inputs)
@@ -152,11 +179,15 @@ class StatelessSession:
     async def _drive(self, rid: str | int, method: str, params: dict[str, Any], task: asyncio.Future[Any],
                      inputs: PendingInputs) -> dict[str, Any]:
         try:
-            finished = await run_until_input(task, inputs)  # type: ignore[arg-type]
+            finished = await run_until_input(task, inputs)
         except asyncio.CancelledError:  # the client closed the stream: that cancels the call
             task.cancel()
             raise
         if finished:
+            if self._missing:
+                if not task.cancelled():
+                    task.exception()  # retrieve it: the refusal below is the answer
+                return self._error(rid, MissingRequiredClientCapability(dict(self._missing)))
             try:
                 return self._reply(rid, method, params, task.result())
             except ProtocolError as exc:
@@ -166,7 +197,7 @@ class StatelessSession:
                 return jsonrpc.error_from_exception(rid, exc)
         digest = request_digest(method, params)
         call_id = self.host.parked.park(
-            ParkedCall(task, inputs, self, self.principal.name, method, digest),  # type: ignore[arg-type]
+            ParkedCall(task, inputs, self, self.principal.name, method, digest),
             deadline_s=self.host.request_timeout_s)
         state = self.host.request_states.seal({"kind": "parked", "call": call_id}, principal=self.principal.name,
                                               method=method, digest=digest)

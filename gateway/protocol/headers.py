@@ -183,6 +183,12 @@ def x_mcp_header_params(input_schema: Mapping[str, Any] | None) -> dict[str, tup
     have refused tools with :func:`x_mcp_header_problems` first."""
     if not isinstance(input_schema, Mapping):
         return {}
+    # Asked on every tools/call of a 2026-07-28 client with the same catalog schema objects:
+    # remembered by identity (schemas are not mutated once listed; the entry keeps the schema
+    # alive, so an id is never reused while cached). The result must not be mutated either.
+    hit = _PARAMS_CACHE.get(id(input_schema))
+    if hit is not None and hit[0] is input_schema:
+        return hit[1]
     params: dict[str, tuple[str, ...]] = {}
     lowered: set[str] = set()
     for _pointer, path, node in _annotations(input_schema):
@@ -190,7 +196,14 @@ def x_mcp_header_params(input_schema: Mapping[str, Any] | None) -> dict[str, tup
         if path is not None and isinstance(name, str) and _TOKEN.fullmatch(name) and name.lower() not in lowered:
             params[name] = path
             lowered.add(name.lower())
+    if len(_PARAMS_CACHE) >= _PARAMS_CACHE_SIZE:
+        _PARAMS_CACHE.clear()
+    _PARAMS_CACHE[id(input_schema)] = (input_schema, params)
     return params
+
+
+_PARAMS_CACHE: dict[int, tuple[Mapping[str, Any], dict[str, tuple[str, ...]]]] = {}
+_PARAMS_CACHE_SIZE = 4096
 
 
 # -- expected headers and server validation -------------------------------------------------------

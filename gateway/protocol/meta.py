@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidParams, MissingRequiredClientCapability, UnsupportedProtocolVersion
-from .versions import is_modern
+from .versions import MODERN_VERSIONS, is_modern
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -101,10 +101,12 @@ def require_request_meta(params: Mapping[str, Any]) -> RequestMeta:
 
 
 def _parse(meta: Mapping[str, Any], version: object) -> RequestMeta:
+    # The versions a request's _meta may name are the modern ones: older revisions are reached
+    # through initialize, so the error lists only these (as server/discover does).
     if not isinstance(version, str):
-        raise UnsupportedProtocolVersion(None)
+        raise UnsupportedProtocolVersion(None, MODERN_VERSIONS)
     if not is_modern(version):
-        raise UnsupportedProtocolVersion(version)
+        raise UnsupportedProtocolVersion(version, MODERN_VERSIONS)
     if CLIENT_CAPABILITIES not in meta:
         raise InvalidParams(f"Missing required _meta field {CLIENT_CAPABILITIES}")
     caps = meta[CLIENT_CAPABILITIES]

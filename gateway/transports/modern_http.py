@@ -17,7 +17,6 @@ interval. A client that closes the stream cancels the request.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 from typing import Any, Protocol
@@ -28,15 +27,17 @@ from gateway.config import HttpConfig
 from gateway.context import Principal
 from gateway.protocol import jsonrpc
 from gateway.protocol.errors import (
+    HEADER_MISMATCH,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
     HeaderMismatch,
     InvalidParams,
-    ProtocolError,
     UnsupportedProtocolVersion,
 )
 from gateway.protocol.headers import validate_request_headers
-from gateway.protocol.meta import parse_request_meta
+from gateway.protocol.meta import PROTOCOL_VERSION, require_request_meta
 from gateway.stateless import StatelessHost, StatelessSession
 
 from .post_stream import PostStream
@@ -46,6 +47,15 @@ __all__ = ["ModernHTTP", "ModernHost"]
 log = logging.getLogger("gateway.http")
 
 _DISCONNECT_POLL_S = 0.5
+# Errors this revision answers with an HTTP status of their own (when nothing was streamed yet).
+_STATUS = {HEADER_MISMATCH: 400, MISSING_CLIENT_CAPABILITY: 400, UNSUPPORTED_PROTOCOL_VERSION: 400,
+           METHOD_NOT_FOUND: 404}
+
+
+def _body_version(params: dict[str, Any]) -> str | None:
+    meta = params.get("_meta")
+    version = meta.get(PROTOCOL_VERSION) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
 
 
 class ModernHost(StatelessHost, Protocol):
@@ -90,9 +100,15 @@ class ModernHTTP:
         if not isinstance(params, dict):
             return _json(400, jsonrpc.error_response(rid, InvalidParams.code, "params must be an object"))
         try:
-            meta = parse_request_meta(params)
-            if meta is None:
-                raise HeaderMismatch("the body's params._meta carries no io.modelcontextprotocol/protocolVersion")
+            # In this order (the conformance suite checks each): the body's _meta is complete
+            # (-32602), its version matches the header (-32020), the version is served (-32022),
+            # then the other request-metadata headers (-32020).
+            body_version = _body_version(params)
+            header_version = request.headers.get("MCP-Protocol-Version")
+            if header_version is not None and body_version is not None and header_version != body_version:
+                raise HeaderMismatch(f"MCP-Protocol-Version header {header_version!r} does not match the body's "
+                                     f"_meta version {body_version!r}")
+            meta = require_request_meta(params)
             schema = self.host.tool_input_schema(params["name"]) if method == "tools/call" \
                 and isinstance(params.get("name"), str) else None
             validate_request_headers(request.headers, message, schema)
@@ -110,44 +126,46 @@ class ModernHTTP:
         session = StatelessSession(self.host, "streamable_http", send, principal, meta,
                                    request.headers.get("Authorization"))
         response = await self._serve(request, reply, session, message)
+        status = _STATUS.get(response["error"].get("code")) if response is not None and "error" in response else None
+        if status is not None and reply.sse is None:
+            return _json(status, response)  # type: ignore[arg-type]
         return await reply.finish(response)
 
     async def _serve(self, request: web.Request, reply: PostStream, session: StatelessSession,
                      message: dict[str, Any]) -> dict[str, Any] | None:
-        """Serve while watching the connection: a client that goes away cancels the request."""
+        """Serve in this task while watching the connection: a client that goes away cancels the
+        request (the watcher is a timer, not a task: most requests end before it first fires)."""
         loop = asyncio.get_running_loop()
-        task = asyncio.ensure_future(session.handle_request(message, request.headers.get("traceparent")))
+        current = asyncio.current_task()
         keepalive = loop.call_later(self.http.keepalive_s, reply.keep_alive, self.http.keepalive_s) \
             if reply.can_stream else None
         watcher: asyncio.TimerHandle | None = None
+        gone = False
 
         def watch() -> None:
-            nonlocal watcher
+            nonlocal watcher, gone
             transport = request.transport
             if transport is None or transport.is_closing():
-                task.cancel()
+                gone = True
+                if current is not None:
+                    current.cancel()
                 return
             watcher = loop.call_later(_DISCONNECT_POLL_S, watch)
 
         watcher = loop.call_later(_DISCONNECT_POLL_S, watch)
         try:
-            return await task
+            return await session.handle_request(message, request.headers.get("traceparent"))
         except asyncio.CancelledError:
-            if not task.cancelled():
+            if not gone or current is None:
                 raise
+            current.uncancel()
             return None  # the client went away: nothing to answer
-        except ProtocolError as exc:
-            return jsonrpc.error_from_exception(message["id"], exc)
         finally:
             if watcher is not None:
                 watcher.cancel()
             if keepalive is not None:
                 keepalive.cancel()
             reply.stop_keepalive()
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
 
 
 def _forget(post: PostStream) -> None:

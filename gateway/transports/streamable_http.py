@@ -108,10 +108,6 @@ class StreamableHTTP:
     # -- POST ---------------------------------------------------------------------------------
     async def post(self, request: web.Request, principal: Principal) -> web.StreamResponse:
         version = request.headers.get(VERSION_HEADER)
-        if version is not None and not is_supported(version):
-            error = UnsupportedProtocolVersion(version)
-            return web.Response(status=400, body=jsonrpc.dumps(jsonrpc.error_from_exception(None, error)),
-                                content_type="application/json")
         accept = request.headers.get("Accept", "")
         if accept and "application/json" not in accept and "text/event-stream" not in accept and "*/*" not in accept:
             return rpc_error(406, INVALID_REQUEST, "Not Acceptable: accept application/json and text/event-stream")
@@ -121,6 +117,10 @@ class StreamableHTTP:
             if not self.sessions.accepting:
                 return rpc_error(503, INTERNAL_ERROR, "Service Unavailable: the gateway is shutting down")
             return await self.modern.post(request, principal, messages, was_batch)
+        if version is not None and not is_supported(version):
+            rid = messages[0].message.get("id") if len(messages) == 1 and messages[0].kind == "request" else None
+            error = jsonrpc.error_from_exception(rid, UnsupportedProtocolVersion(version))
+            return web.Response(status=400, body=jsonrpc.dumps(error), content_type="application/json")
         session_id = request.headers.get(SESSION_HEADER)
         channel: _Channel | None = None
         if session_id is None:

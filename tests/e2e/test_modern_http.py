@@ -121,8 +121,14 @@ async def test_refusals_are_modern_errors_a_dual_era_client_can_recognise(gw: An
         assert status == 400 and reply["error"]["code"] == -32020
         old = {**_headers(msg), "MCP-Protocol-Version": "1900-01-01"}
         status, [reply] = await _post(http, gw.mcp_url, msg, old)
-        assert status == 400 and reply["error"]["code"] == -32022
-        assert MODERN in reply["error"]["data"]["supported"]
+        assert status == 400 and reply["error"]["code"] == -32020  # header and body disagree
+        msg["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "1900-01-01"
+        status, [reply] = await _post(http, gw.mcp_url, msg, old)
+        assert status == 400 and reply["id"] == 1 and reply["error"]["code"] == -32022
+        assert reply["error"]["data"] == {"supported": [MODERN], "requested": "1900-01-01"}
+        del msg["params"]["_meta"]
+        status, [reply] = await _post(http, gw.mcp_url, msg)
+        assert status == 400 and reply["id"] == 1 and reply["error"]["code"] == -32602  # _meta is required
         unknown = _message(2, "tools/frobnicate")
         status, [reply] = await _post(http, gw.mcp_url, unknown)
         assert status == 404 and reply["error"]["code"] == -32601
@@ -197,8 +203,9 @@ async def test_request_state_is_bound_to_the_request_and_refused_when_tampered(g
 async def test_no_input_request_without_the_client_capability(gw: Any) -> None:
     async with aiohttp.ClientSession() as http:
         msg = _message(1, "tools/call", {"name": "kit_sample", "arguments": {}})
-        _, [reply] = await _post(http, gw.mcp_url, msg)
-        assert "error" in reply and "sampling" in reply["error"]["message"], reply
+        status, [reply] = await _post(http, gw.mcp_url, msg)
+        assert status == 400 and reply["id"] == 1 and reply["error"]["code"] == -32021, reply
+        assert reply["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
         assert len(gw.gateway.parked) == 0
 
 

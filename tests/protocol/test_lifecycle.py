@@ -17,6 +17,7 @@ from gateway.protocol.lifecycle import (
     StatelessLifecycle,
 )
 from gateway.protocol.meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION
+from gateway.protocol.versions import MODERN_VERSIONS
 
 OTHER_METHODS = ["tools/list", "tools/call", "resources/read", "logging/setLevel", "completion/complete"]
 
@@ -228,7 +229,9 @@ def test_stateless_refuses_an_unsupported_version_with_its_data(version: object)
     admission = StatelessLifecycle().admit("tools/list", _modern(version))
     assert admission.allowed is False and admission.code == -32022
     assert admission.message == "Unsupported protocol version"
-    assert admission.data == UnsupportedProtocolVersion(version if isinstance(version, str) else None).data
+    # A request's _meta may name only the modern revisions (older ones go through initialize).
+    assert admission.data == UnsupportedProtocolVersion(version if isinstance(version, str) else None,
+                                                        MODERN_VERSIONS).data
     with pytest.raises(LifecycleError) as info:
         admission.check()
     assert info.value.to_error() == {"code": -32022, "message": "Unsupported protocol version",

@@ -14,6 +14,10 @@ def test_bench_proxy_runs_with_tiny_sizes() -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     rows = [line for line in lines if line.startswith("(")]
-    assert [r.split(")")[0] + ")" for r in rows] == ["(a)", "(a)", "(b)", "(b)", "(b+)", "(b+)", "(d)", "(d)", "(c)", "(c)"]
+    labels = [r[:31].strip() for r in rows]
+    assert labels == [label for label in ("(a) direct", "(b) gateway", "(b+) +audit+metrics", "(a) direct 2026-07-28",
+                                          "(b) gateway 2026-07-28", "(d) aiohttp relay", "(c) FastMCP proxy")
+                      for _ in range(2)]
     assert "skipped" in rows[-1]
-    assert lines[-2].startswith("targets: gateway adds") and lines[-1].startswith("for information: with its default")
+    assert lines[-3].startswith("targets: gateway adds") and lines[-2].startswith("for information: with its default")
+    assert lines[-1].startswith("targets at 2026-07-28 (stateless): gateway adds")
