@@ -70,8 +70,9 @@ def _cell(value: Any) -> str:
 
 
 def render_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, truncated: bool = False,
-                 offset: int = 0) -> str:
-    """An aligned text table with a one-line footer (row range, whether more rows exist)."""
+                 offset: int = 0, why: str = "") -> str:
+    """An aligned text table with a one-line footer (row range, why the page ended, whether more
+    rows exist)."""
     if not columns:
         return f"Statement executed; it returned no result set ({len(rows)} rows)."
     header = [_cell(c) for c in columns]
@@ -93,6 +94,8 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, trunc
         footer = f"({len(rows)} row{'s' if len(rows) != 1 else ''}"
         if offset:
             footer += f", rows {first}-{last}"
+        if why:
+            footer += f"; {why}"
         footer += "; more rows exist: call again with nextCursor)" if truncated else ")"
     out.append(footer)
     return "\n".join(out)
