@@ -37,6 +37,7 @@ from gateway.protocol.errors import ConfigError
 from . import schema as sch
 from .engine import CLIENT_GRACE_S, Backend, Page, WriteResult, checkout
 from .errors import ResultTooLarge
+from .guard import first_word
 from .statements import qualified, quote_ident
 
 __all__ = ["SQLiteBackend"]
@@ -74,19 +75,21 @@ class _Deadline:
 
 def _result_columns(raw: sqlite3.Connection, sql: str, args: Sequence[Any], cache: OrderedDict[str, int]) -> int:
     """How many columns ``sql`` returns, from its bytecode (compiled, not run)."""
+    if first_word(sql) == "explain":
+        return 8  # EXPLAIN's own columns (EXPLAIN QUERY PLAN has 4); it cannot be explained again
     n = cache.get(sql)
-    if n is None:
-        cur = raw.execute(f"EXPLAIN {sql}", list(args))
-        try:
-            # Rows: addr, opcode, p1, p2, ...; ResultRow's p2 is the number of columns.
-            n = max((row[3] for row in cur if row[1] == "ResultRow"), default=0)
-        finally:
-            cur.close()
-        cache[sql] = n
-        if len(cache) > 64:
-            cache.popitem(last=False)
-    else:
+    if n is not None:
         cache.move_to_end(sql)
+        return n
+    cur = raw.execute(f"EXPLAIN {sql}", list(args))
+    try:
+        # Rows: addr, opcode, p1, p2, ...; ResultRow's p2 is the number of columns.
+        n = max((row[3] for row in cur if row[1] == "ResultRow"), default=0)
+    finally:
+        cur.close()
+    cache[sql] = n
+    if len(cache) > 64:
+        cache.popitem(last=False)
     return n
 
 

@@ -63,10 +63,9 @@ def _cell(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     else:
         text = str(value)
-    text = text.replace("\r", " ").replace("\n", " ").replace("\t", " ")
-    if len(text) > _MAX_CELL:
+    if len(text) > _MAX_CELL:  # cut first: a cell may hold megabytes
         text = text[: _MAX_CELL - 1] + "…"
-    return text
+    return text.replace("\r", " ").replace("\n", " ").replace("\t", " ")
 
 
 def render_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, truncated: bool = False,

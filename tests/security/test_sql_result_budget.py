@@ -140,9 +140,11 @@ async def test_sqlite_giant_values_are_refused_and_runaway_statements_stop_at_th
         stream = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT i, randomblob(100000) FROM r"
         page = (await c.call_tool("query", {"sql": stream}, make_ctx()))["structuredContent"]
         assert page["truncatedBy"] == "max_bytes" and page["truncated"] and len(page["rows"]) == 41
-        # The connector is still fine.
+        # The connector is still fine, EXPLAIN (not explainable itself) included.
         count = await c.call_tool("query", {"sql": "SELECT count(*) FROM customers"}, make_ctx())
         assert count["structuredContent"]["rows"] == [[120]]
+        plan = await c.call_tool("query", {"sql": "EXPLAIN QUERY PLAN SELECT * FROM customers"}, make_ctx())
+        assert "customers" in str(plan["structuredContent"]["rows"])
 
 
 async def test_encoding_a_full_page_does_not_stall_the_event_loop(pg_url: str) -> None:
