@@ -274,11 +274,13 @@ async def _run(pg_url: str, rows: int, iterations: int) -> str:
                 async with http.post(gw, data=ping, headers=headers) as resp:
                     assert "result" in await resp.json()
 
+            # The rotation keeps this cyclic order, so each path always follows the same one: a
+            # connector call finishes its release (ROLLBACK and pool reset) in the background, which
+            # would slow whatever runs next. Each "on" path and its "off" twin follow alike.
             latency = await _latency({"asyncpg direct": via_asyncpg, "connector.call_tool": via_connector(True),
+                                      "gateway tools/call": via_gateway(True), "gateway ping": gateway_ping,
                                       "connector.call_tool" + OFF: via_connector(False),
-                                      "gateway tools/call": via_gateway(True),
-                                      "gateway tools/call" + OFF: via_gateway(False),
-                                      "gateway ping": gateway_ping}, iterations, rows)
+                                      "gateway tools/call" + OFF: via_gateway(False)}, iterations, rows)
             pages = await _latency({"connector.call_tool": via_connector(True, PAGE, 500),
                                     "connector.call_tool" + OFF: via_connector(False, PAGE, 500)},
                                    max(20, iterations // 10), max(1, rows - 500))
@@ -304,11 +306,15 @@ async def _run(pg_url: str, rows: int, iterations: int) -> str:
     return _tables(latency, pages, memory, rows, iterations)
 
 
+_ORDER = ["asyncpg direct", "connector.call_tool", "connector.call_tool" + OFF, "gateway tools/call",
+          "gateway tools/call" + OFF, "gateway ping"]
+
+
 def _latency_table(title: str, results: list[tuple[str, float, float]], base: float | None) -> list[str]:
     head = f"{'path':<38} {'p50 ms':>8} {'p99 ms':>8} {'added p50 ms':>13} {'budget cost p50 ms':>19}"
     out = [title, head, "-" * len(head)]
     p50s = {name: p50 for name, p50, _ in results}
-    for name, p50, p99 in results:
+    for name, p50, p99 in sorted(results, key=lambda r: _ORDER.index(r[0]) if r[0] in _ORDER else len(_ORDER)):
         added = "" if base is None or name in ("asyncpg direct", "gateway ping") else f"{p50 - base:+.3f}"
         cost = f"{p50 - p50s[name + OFF]:+.3f}" if name + OFF in p50s else ""
         out.append(f"{name:<38} {p50:>8.3f} {p99:>8.3f} {added:>13} {cost:>19}")

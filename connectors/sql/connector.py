@@ -490,7 +490,7 @@ class SQLConnector(Connector):
         if page.cut:
             raise InvalidParams(f"This row is larger than the byte budget (max_bytes = {self.config.max_bytes}): "
                                 "read it with the query tool, selecting fewer columns or substring()s.")
-        row = {c: json_value(v) for c, v in zip(page.columns, page.rows[0], strict=True)}
+        row = {c: json_value(v) for c, v in zip(page.columns, page.rows[0][:len(page.columns)], strict=True)}
         return {"contents": [{"uri": uri, "mimeType": "application/json", "text": json.dumps(row)}]}
 
     async def subscribe(self, uri: str, ctx: CallContext) -> None:

@@ -36,6 +36,7 @@ class Page:
     more: bool
     reason: str | None = None  # why the page ended early or was cut: "max_rows" | "max_bytes"
     cut: bool = False  # its only row was larger than max_bytes: large values were shortened
+    width: int | None = None  # rows carry columns past this one (the budget's flag): ignore them
 
 
 @dataclass(frozen=True, slots=True)

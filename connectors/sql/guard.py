@@ -27,6 +27,8 @@ verifies at start (see :mod:`connectors.sql.pg_session`).
 
 from __future__ import annotations
 
+import functools
+
 from .statements import Word, words
 
 __all__ = ["GuardError", "DENIED", "check_read_statement", "first_word", "wrappable"]
@@ -86,6 +88,7 @@ def first_word(sql: str) -> str:
     return ""
 
 
+@functools.lru_cache(maxsize=512)  # called on every read; statements repeat
 def wrappable(sql: str) -> bool:
     """Whether ``sql`` can stand as a subquery in ``FROM (…)`` (what the PostgreSQL byte budget
     wraps it in): a query that reads and nothing else."""
@@ -110,6 +113,7 @@ def _calls(ws: tuple[Word, ...]) -> list[str]:
             if kind in ("ident", "quoted") and nxt == ("punct", "(")]
 
 
+@functools.lru_cache(maxsize=512)  # only statements that pass are cached (a refusal raises)
 def check_read_statement(sql: str, dialect: str) -> None:
     """Raise :class:`GuardError` unless ``sql`` (one statement) is a read this policy accepts."""
     first = first_word(sql)

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import asyncpg
@@ -284,11 +285,13 @@ class PostgresBackend(Backend):
         kept: list[Any] = []
         if plan.fast is not None:
             rows = await self._fetch(plan.fast, args, offset, limit + 1, timeout)
-            big = next((j for j, r in enumerate(rows) if r[n]), None)
-            kept = [r[:n] for r in (rows if big is None else rows[:big])]
-            if big is None or big >= limit:  # every value fitted (by construction, so did the page)
+            if not any(map(itemgetter(n), rows[:limit])):
+                # Every value fitted (by construction, so did the page); the flag column stays on the
+                # rows (width=n): slicing 500 records costs more than ignoring it.
                 more = len(rows) > limit
-                return Page(plan.columns, kept[:limit], more, "max_rows" if more else None)
+                return Page(plan.columns, rows[:limit], more, "max_rows" if more else None, width=n)
+            big = next(j for j, r in enumerate(rows) if r[n])
+            kept = [r[:n] for r in rows[:big]]
         # From the first row with a large value on, the server counts bytes as it goes.
         if plan.slow is None:
             plan.slow = await self._prepare_wrapper(conn, w.slow_sql)

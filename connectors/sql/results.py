@@ -32,6 +32,9 @@ def budget_text(max_bytes: int) -> str:
 def page_result(codec: CursorCodec, tool: str, sql: str, params: Any, page: Page, offset: int,
                 max_bytes: int) -> dict[str, Any]:
     rows = [json_row(r) for r in page.rows]
+    if page.width is not None:
+        for row in rows:
+            del row[page.width:]
     next_cursor = None
     if page.more:
         next_cursor = encode_cursor(codec, PageCursor(tool, sql, params, offset + len(rows)))
