@@ -455,7 +455,8 @@ class SQLConnector(Connector):
         if parsed is None:
             raise ResourceNotFound(uri)
         if parsed[0] == "overview":
-            extra = {"readOnly": not self.config.allow_writes, "maxRows": self.config.max_rows}
+            extra = {"readOnly": not self.config.allow_writes, "maxRows": self.config.max_rows,
+                     "maxBytes": self.config.max_bytes}
             data = sch.overview_json(self._snapshot, self.name, extra)
             return {"contents": [
                 {"uri": uri, "mimeType": "text/markdown", "text": sch.overview_text(self._snapshot, self.name)},
