@@ -15,6 +15,11 @@ Latency (single-row primary-key lookup, random ids, sequential requests, p50/p99
   client with an initialized session (core only: audit and metrics off);
 * ``gateway ping`` — the same session's ``ping``: the transport's own floor.
 
+The connector and gateway paths run twice, interleaved in the same run: with the default byte
+budget (``max_bytes`` 4 MiB: the statement is wrapped so the server withholds values that do not
+fit) and with ``max_bytes: 0`` (no budget, the statement as sent) — the "budget cost" column is the
+p50 difference. A second table does the same for a 500-row page (``WHERE id BETWEEN $1 AND $1 + 499``).
+
 "added" is the p50 difference to asyncpg direct. Memory: tracemalloc peak while running
 ``SELECT * FROM <table>`` through the connector (``max_rows`` = 500) next to asyncpg ``fetch`` of
 the same statement; the connector's peak stays flat as the table grows. ``BENCH_ITERATIONS`` and
@@ -51,7 +56,9 @@ PROTOCOL = "2025-11-25"
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
            "MCP-Protocol-Version": PROTOCOL}
 LOOKUP = "SELECT id, name, qty, price, created_at FROM items WHERE id = $1"
+PAGE = "SELECT id, name, qty, price, created_at FROM items WHERE id BETWEEN $1 AND $1 + 499"
 MAX_ROWS = 500
+OFF = ", max_bytes off"
 
 
 def _free_port() -> int:
@@ -75,12 +82,15 @@ def _libpq(pg_url: str, database: str | None = None) -> str:
 
 
 def _config(url: str) -> str:
+    # Two connectors on the same database: db (default byte budget) and raw (max_bytes: 0).
     return f"""
 audit: {{enabled: false}}
 telemetry: {{metrics: false}}
 gateway: {{name: bench, log_level: warning, http: {{json_response: true}}}}
 connectors:
-  - {{name: db, type: sql, url: {json.dumps(url)}, max_rows: {MAX_ROWS}, refresh_s: 0}}
+  - {{name: db, type: sql, url: {json.dumps(url)}, max_rows: {MAX_ROWS}, refresh_s: 0, allow_privileged: true}}
+  - {{name: raw, type: sql, url: {json.dumps(url)}, max_rows: {MAX_ROWS}, refresh_s: 0, allow_privileged: true,
+      max_bytes: 0}}
 """
 
 
@@ -199,11 +209,15 @@ async def _run(pg_url: str, rows: int, iterations: int) -> str:
     url = _sa_url(pg_url, db)
     port = _free_port()
     child = _spawn(port, url)
-    connector = SQLConnector(SQLConfig.model_validate({"name": "db", "type": "sql", "url": url,
-                                                       "max_rows": MAX_ROWS, "refresh_s": 0}))
-    await connector.start(_Events())
+    connectors = {budget: SQLConnector(SQLConfig.model_validate(
+        {"name": "db", "type": "sql", "url": url, "max_rows": MAX_ROWS, "refresh_s": 0, "allow_privileged": True,
+         **({} if budget else {"max_bytes": 0})})) for budget in (True, False)}
+    connector = connectors[True]
+    for c in connectors.values():
+        await c.start(_Events())
     direct = await asyncpg.connect(_libpq(pg_url, db))
     latency: list[tuple[str, float, float]] = []
+    pages: list[tuple[str, float, float]] = []
     memory: list[tuple[str, int, float, float]] = []
     try:
         async def via_asyncpg(key: int) -> None:
@@ -212,10 +226,12 @@ async def _run(pg_url: str, rows: int, iterations: int) -> str:
         def ctx() -> CallContext:
             return CallContext(session=_Session(), method="tools/call", request_id=1, params={})
 
-        async def via_connector(key: int) -> None:
-            result = await connector.call_tool("query", {"sql": LOOKUP, "params": [key]}, ctx())
-            assert len(result["structuredContent"]["rows"]) == 1
+        def via_connector(budget: bool, sql: str = LOOKUP, expect: int = 1) -> Call:
+            async def call(key: int) -> None:
+                result = await connectors[budget].call_tool("query", {"sql": sql, "params": [key]}, ctx())
+                assert len(result["structuredContent"]["rows"]) == min(expect, rows - key + 1), result
 
+            return call
 
         async with aiohttp.ClientSession() as http:
             gw = f"http://127.0.0.1:{port}/mcp"
@@ -240,12 +256,17 @@ async def _run(pg_url: str, rows: int, iterations: int) -> str:
                                  headers=headers) as resp:
                 assert resp.status == 202
 
-            async def via_gateway(key: int) -> None:
-                body = {"jsonrpc": "2.0", "id": key, "method": "tools/call",
-                        "params": {"name": "db_query", "arguments": {"sql": LOOKUP, "params": [key]}}}
-                async with http.post(gw, data=json.dumps(body), headers=headers) as resp:
-                    reply = await resp.json()
-                assert len(reply["result"]["structuredContent"]["rows"]) == 1, reply
+            def via_gateway(budget: bool) -> Call:
+                tool = "db_query" if budget else "raw_query"
+
+                async def call(key: int) -> None:
+                    body = {"jsonrpc": "2.0", "id": key, "method": "tools/call",
+                            "params": {"name": tool, "arguments": {"sql": LOOKUP, "params": [key]}}}
+                    async with http.post(gw, data=json.dumps(body), headers=headers) as resp:
+                        reply = await resp.json()
+                    assert len(reply["result"]["structuredContent"]["rows"]) == 1, reply
+
+                return call
 
             ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
 
@@ -253,9 +274,16 @@ async def _run(pg_url: str, rows: int, iterations: int) -> str:
                 async with http.post(gw, data=ping, headers=headers) as resp:
                     assert "result" in await resp.json()
 
-            latency = await _latency({"asyncpg direct": via_asyncpg, "connector.call_tool": via_connector,
-                                      "gateway tools/call": via_gateway, "gateway ping": gateway_ping},
-                                     iterations, rows)
+            # The rotation keeps this cyclic order, so each path always follows the same one: a
+            # connector call finishes its release (ROLLBACK and pool reset) in the background, which
+            # would slow whatever runs next. Each "on" path and its "off" twin follow alike.
+            latency = await _latency({"asyncpg direct": via_asyncpg, "connector.call_tool": via_connector(True),
+                                      "gateway tools/call": via_gateway(True), "gateway ping": gateway_ping,
+                                      "connector.call_tool" + OFF: via_connector(False),
+                                      "gateway tools/call" + OFF: via_gateway(False)}, iterations, rows)
+            pages = await _latency({"connector.call_tool": via_connector(True, PAGE, 500),
+                                    "connector.call_tool" + OFF: via_connector(False, PAGE, 500)},
+                                   max(20, iterations // 10), max(1, rows - 500))
 
         for table, size in (("items_small", max(1, rows // 100)), ("items_medium", max(1, rows // 10)),
                             ("items", rows)):
@@ -270,22 +298,36 @@ async def _run(pg_url: str, rows: int, iterations: int) -> str:
             memory.append((table, size, await _peak_kib(through), await _peak_kib(fetch_all)))
     finally:
         await direct.close()
-        await connector.stop()
+        for c in connectors.values():
+            await c.stop()
         child.terminate()
         child.wait(timeout=10)
         await _drop(pg_url, db)
-    return _tables(latency, memory, rows, iterations)
+    return _tables(latency, pages, memory, rows, iterations)
 
 
-def _tables(latency: list[tuple[str, float, float]], memory: list[tuple[str, int, float, float]],
-            rows: int, iterations: int) -> str:
-    base = latency[0][1]
-    head = f"{'path':<22} {'p50 ms':>8} {'p99 ms':>8} {'added p50 ms':>13}"
-    out = [f"query latency: single-row primary-key lookup in a {rows:,}-row table "
-           f"({iterations} sequential requests per path, interleaved; loopback PostgreSQL)", head, "-" * len(head)]
-    for name, p50, p99 in latency:
-        added = "" if name in ("asyncpg direct", "gateway ping") else f"{p50 - base:+.3f}"
-        out.append(f"{name:<22} {p50:>8.3f} {p99:>8.3f} {added:>13}")
+_ORDER = ["asyncpg direct", "connector.call_tool", "connector.call_tool" + OFF, "gateway tools/call",
+          "gateway tools/call" + OFF, "gateway ping"]
+
+
+def _latency_table(title: str, results: list[tuple[str, float, float]], base: float | None) -> list[str]:
+    head = f"{'path':<38} {'p50 ms':>8} {'p99 ms':>8} {'added p50 ms':>13} {'budget cost p50 ms':>19}"
+    out = [title, head, "-" * len(head)]
+    p50s = {name: p50 for name, p50, _ in results}
+    for name, p50, p99 in sorted(results, key=lambda r: _ORDER.index(r[0]) if r[0] in _ORDER else len(_ORDER)):
+        added = "" if base is None or name in ("asyncpg direct", "gateway ping") else f"{p50 - base:+.3f}"
+        cost = f"{p50 - p50s[name + OFF]:+.3f}" if name + OFF in p50s else ""
+        out.append(f"{name:<38} {p50:>8.3f} {p99:>8.3f} {added:>13} {cost:>19}")
+    return out
+
+
+def _tables(latency: list[tuple[str, float, float]], pages: list[tuple[str, float, float]],
+            memory: list[tuple[str, int, float, float]], rows: int, iterations: int) -> str:
+    out = _latency_table(f"query latency: single-row primary-key lookup in a {rows:,}-row table ({iterations} "
+                         "sequential requests per path, interleaved; loopback PostgreSQL)", latency, latency[0][1])
+    out.append("")
+    out += _latency_table(f"a 500-row page (id BETWEEN $1 AND $1 + 499; {max(20, iterations // 10)} requests per "
+                          "path, interleaved)", pages, None)
     out.append("")
     head = f"{'table':<14} {'rows':>10} {'connector peak KiB':>19} {'asyncpg fetch() peak KiB':>25}"
     out += [f"peak memory of SELECT * FROM <table> (max_rows = {MAX_ROWS}; tracemalloc)", head, "-" * len(head)]

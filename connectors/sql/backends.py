@@ -15,11 +15,11 @@ __all__ = ["make_backend"]
 
 
 def make_backend(dialect: str, url: str, pool_size: int, connect_timeout_s: float, allow_writes: bool,
-                 app_name: str, base_dir: Path) -> Backend:
+                 app_name: str, base_dir: Path, max_bytes: int = 0) -> Backend:
     if dialect == "postgresql":
         from .pg_backend import PostgresBackend
 
-        return PostgresBackend(url, pool_size, connect_timeout_s, allow_writes, app_name)
+        return PostgresBackend(url, pool_size, connect_timeout_s, allow_writes, app_name, max_bytes)
     from .sqlite_backend import SQLiteBackend
 
-    return SQLiteBackend(url, pool_size, connect_timeout_s, allow_writes, app_name, base_dir)
+    return SQLiteBackend(url, pool_size, connect_timeout_s, allow_writes, app_name, base_dir, max_bytes)

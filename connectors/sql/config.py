@@ -76,8 +76,13 @@ class SQLConfig(ConnectorConfig):
     # Default: ["public"] on PostgreSQL, ["main"] on SQLite.
     schemas: tuple[str, ...] = ()
     max_rows: int = Field(500, ge=1, le=100_000)
+    # Byte budget of one result page (values as the database renders them); 0 turns it off.
+    max_bytes: int = Field(4 * 1024 * 1024, ge=0)
     statement_timeout_s: float = Field(10.0, gt=0)
     allow_writes: bool = False
+    # A role that is a superuser, may act outside transactions (CREATEROLE, pg_execute_server_program
+    # ...) or, without allow_writes, may write, refuses to start unless this is true (PostgreSQL).
+    allow_privileged: bool = False
     queries: tuple[NamedQuery, ...] = ()
     pool_size: int = Field(5, ge=1, le=200)
     connect_timeout_s: float = Field(5.0, gt=0)
@@ -95,6 +100,13 @@ class SQLConfig(ConnectorConfig):
             make_url(value)
         except Exception:
             raise ValueError("url is not a valid database URL (scheme://user:password@host:port/database)") from None
+        return value
+
+    @field_validator("max_bytes")
+    @classmethod
+    def _sane_budget(cls, value: int) -> int:
+        if 0 < value < 1024:
+            raise ValueError("max_bytes must be at least 1024 (or 0 to turn the byte budget off)")
         return value
 
     @model_validator(mode="after")

@@ -9,6 +9,12 @@ backoff while down. A tool call that hits a connectivity error fails with a clea
 :class:`ToolExecutionError`, marks the connector down (``health()``, readiness) and wakes the
 monitor; the first successful probe or call brings it back up, without a restart.
 
+Safety (see README.md, "Safety"). Caller SQL passes :func:`guard.check_read_statement` before it
+reaches a read; reads are bounded by ``max_bytes`` in the backends; on PostgreSQL a role that is
+too powerful (:func:`pg_session.privilege_findings`) makes ``start`` fail with a ConfigError naming
+``allow_privileged`` — found later by the monitor, it takes the connector down and every call is
+refused until the role is fixed.
+
 Secrets. The URL's password is only given to the driver; every message that leaves this module
 (tool errors, health details, logs) passes through the :class:`Redactor`.
 
@@ -49,6 +55,7 @@ from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
 from gateway.protocol.cursors import CursorCodec
 from gateway.protocol.errors import (
     BackendUnavailable,
+    ConfigError,
     ExceptionMap,
     GatewayError,
     InternalError,
@@ -64,10 +71,12 @@ from . import schema as sch
 from .backends import make_backend
 from .config import NamedQuery, SQLConfig
 from .engine import Backend, Page
-from .errors import Failure, Redactor, classify
-from .paging import PageCursor, decode_cursor, encode_cursor
+from .errors import Failure, PrivilegedRole, Redactor, classify
+from .guard import GuardError, check_read_statement
+from .paging import PageCursor, decode_cursor
+from .results import page_result, write_result
 from .statements import StatementError, bind_named, check_single_statement
-from .texttable import json_row, json_value, render_table
+from .texttable import json_value
 from .traced import traced_sql
 
 if TYPE_CHECKING:
@@ -79,6 +88,7 @@ log = logging.getLogger(__name__)
 
 _BACKOFF_MIN_S = 0.2
 _BACKOFF_MAX_S = 5.0
+_SHAPE_INLINE_CELLS = 20_000  # pages with more cells are shaped off the event loop
 
 
 class SQLConnector(Connector):
@@ -103,7 +113,8 @@ class SQLConnector(Connector):
         self._wake = asyncio.Event()
         self._monitor_task: asyncio.Task[None] | None = None
         self._refresh_lock = asyncio.Lock()
-        self._warned_superuser = False
+        self._warned_privileged = False
+        self._refused: str | None = None  # why every call is refused (a privileged role), or None
         tools = mapping.builtin_tools(config, self.dialect)
         tools += [mapping.named_query_tool(q, config) for q in config.queries]
         self._template_uri = sch.row_uri_template(self.name)
@@ -122,7 +133,7 @@ class SQLConnector(Connector):
         # Every statement becomes a CLIENT span and a backend_call_duration observation.
         self._backend = traced_sql(make_backend(self.dialect, self.config.url, self.config.pool_size,
                                                 self.config.connect_timeout_s, self.config.allow_writes,
-                                                self.name, self.base_dir), instrumentation)
+                                                self.name, self.base_dir, self.config.max_bytes), instrumentation)
         self._schemas = self.config.schemas or self._backend.default_schemas
         try:
             await self._refresh(notify=False)
@@ -132,6 +143,8 @@ class SQLConnector(Connector):
             failure = self._failure(exc, wake=False)
             if failure.kind != "unavailable":
                 await self._backend.dispose()
+                if failure.kind == "privileged":
+                    raise ConfigError(failure.message, f"connectors[{self.name}].allow_privileged") from None
                 raise InternalError(failure.message) from None
         self._monitor_task = asyncio.create_task(self._monitor(), name=f"sql-monitor-{self.name}")
 
@@ -180,7 +193,7 @@ class SQLConnector(Connector):
                 # Control flow: the monitor must never die. A connectivity failure has marked the
                 # connector down (without waking this loop, which backs off); others are logged.
                 failure = self._failure(exc, wake=False)
-                if failure.kind != "unavailable":
+                if failure.kind not in ("unavailable", "privileged"):  # those two are in the health detail
                     log.warning("sql connector %s: schema refresh failed: %s", self.name, failure.message)
 
     # -- introspection -----------------------------------------------------------------------
@@ -190,14 +203,11 @@ class SQLConnector(Connector):
         async with self._refresh_lock:
             snapshot, info = await self._backend.introspect(self._schemas, self.config.statement_timeout_s)
             self._info = info
+            self._check_privileges(info)
             old, new = self._fingerprints, snapshot.fingerprints()
             self._snapshot, self._fingerprints = snapshot, new
             self.components = replace(self.components, resources=self._build_resource_specs(snapshot))
             self._set_health(True)
-            if info.get("superuser") and not self.config.allow_writes and not self._warned_superuser:
-                self._warned_superuser = True
-                log.warning("sql connector %s connects as superuser %s: writes are still refused by the read-only "
-                            "transaction, but use a least-privilege role in production", self.name, info.get("user"))
             if not notify or old == new:
                 return
             if self.events is not None:
@@ -210,6 +220,34 @@ class SQLConnector(Connector):
                 overview = sch.overview_uri(self.name)
                 if overview in self._subscriptions:
                     self.events.resource_updated(overview)
+
+    def _check_privileges(self, info: dict[str, Any]) -> None:
+        """Refuse a role that is too powerful unless the config accepts it (``allow_privileged``)."""
+        findings: list[str] = info.get("privileged") or []
+        if not findings:
+            self._refused = None
+            return
+        role = info.get("user")
+        if self.config.allow_privileged:
+            if not self._warned_privileged:
+                self._warned_privileged = True
+                log.warning("sql connector %s connects as role %s, which is privileged (%s); allowed by "
+                            "allow_privileged: true. Use a least-privilege role in production.",
+                            self.name, role, "; ".join(findings))
+            self._refused = None
+            return
+        newly = self._refused is None
+        self._refused = (f"Refused: connector {self.name} connects as role {role}, which is privileged: "
+                         f"{'; '.join(findings)}. Connect as a least-privilege role (SELECT only), or set "
+                         "allow_privileged: true on this connector to accept the risk.")
+        self._set_health(False, self._refused)
+        if newly:
+            self._wake.set()  # the monitor re-checks with backoff: fixing the role brings it back
+        raise PrivilegedRole(self._refused)
+
+    def _usable(self) -> None:
+        if self._refused is not None:
+            raise ToolExecutionError(self._refused, status="privileged")
 
     def _build_resource_specs(self, snapshot: sch.Snapshot) -> tuple[ResourceSpec, ...]:
         overview = sch.overview_uri(self.name)
@@ -275,6 +313,7 @@ class SQLConnector(Connector):
 
     async def _read(self, sql: str, args: list[Any], offset: int, limit: int, ctx: CallContext) -> Page:
         assert self._backend is not None
+        self._usable()
         timeout = self._timeout(ctx)
         with self._tool_edge(ctx, timeout):
             page = await self._backend.read_page(sql, args, offset, limit, timeout)
@@ -300,14 +339,19 @@ class SQLConnector(Connector):
             return await self._tool_named(query, arguments, ctx)
         raise InvalidParams(f"Unknown tool: {name}")
 
-    def _statement(self, sql: Any, params: Any) -> tuple[str, list[Any]]:
-        """Single-statement check and parameter binding; errors are for the model to fix."""
+    def _statement(self, sql: Any, params: Any, read: bool = True) -> tuple[str, list[Any]]:
+        """Single-statement check, the read-only guard (``read``) and parameter binding; errors are
+        for the model to fix."""
         if not isinstance(sql, str):
             raise ToolExecutionError("Argument 'sql' must be a string holding one SQL statement.")
         try:
             statement = check_single_statement(sql)
+            if read:
+                check_read_statement(statement, self.dialect)
         except StatementError as exc:
             raise ToolExecutionError(f"Refused: {exc}.", status="statement_check") from None
+        except GuardError as exc:
+            raise ToolExecutionError(exc.message, status=exc.status) from None
         if params is None:
             return statement, []
         if isinstance(params, list):
@@ -319,17 +363,13 @@ class SQLConnector(Connector):
                 raise ToolExecutionError(f"No value in 'params' for placeholder :{exc.args[0]}.") from None
         raise ToolExecutionError("Argument 'params' must be an array (positional) or an object (named).")
 
-    def _page_result(self, tool: str, sql: str, params: Any, page: Page, offset: int) -> dict[str, Any]:
-        rows = [json_row(r) for r in page.rows]
-        next_cursor = None
-        if page.more:
-            next_cursor = encode_cursor(self._codec, PageCursor(tool, sql, params, offset + len(rows)))
-        text = render_table(page.columns, rows, truncated=page.more, offset=offset)
-        if next_cursor:
-            text += f"\nnextCursor: {next_cursor}"
-        return {"content": [{"type": "text", "text": text}],
-                "structuredContent": {"columns": page.columns, "rows": rows, "truncated": page.more,
-                                      "nextCursor": next_cursor}}
+    async def _page_result(self, tool: str, sql: str, params: Any, page: Page, offset: int) -> dict[str, Any]:
+        args = (self._codec, tool, sql, params, page, offset, self.config.max_bytes)
+        if len(page.rows) * max(1, len(page.columns)) < _SHAPE_INLINE_CELLS:
+            return page_result(*args)
+        # A large page: shape it on a worker thread so the event loop keeps serving others (the
+        # pure-Python shaping yields the GIL every few milliseconds).
+        return await asyncio.to_thread(page_result, *args)
 
     def _decode(self, token: Any, tool: str) -> PageCursor:
         try:
@@ -348,7 +388,7 @@ class SQLConnector(Connector):
             params = page_cursor.params if params is None else params
         statement, args = self._statement(sql, params)
         page = await self._read(statement, args, offset, self.config.max_rows, ctx)
-        return self._page_result("query", str(sql), params, page, offset)
+        return await self._page_result("query", str(sql), params, page, offset)
 
     async def _tool_named(self, query: NamedQuery, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         offset, raw = 0, {k: v for k, v in arguments.items() if k != "cursor"}
@@ -361,7 +401,7 @@ class SQLConnector(Connector):
             raise ToolExecutionError(str(exc), status="invalid_arguments") from None
         sql, args = bind_named(check_single_statement(query.sql), values, self.dialect)
         page = await self._read(sql, args, offset, query.max_rows or self.config.max_rows, ctx)
-        return self._page_result(query.name, "", raw, page, offset)
+        return await self._page_result(query.name, "", raw, page, offset)
 
     async def _tool_list_tables(self, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         if arguments.get("refresh"):
@@ -390,6 +430,7 @@ class SQLConnector(Connector):
 
     async def _tool_explain(self, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         assert self._backend is not None
+        self._usable()
         statement, args = self._statement(arguments.get("sql"), arguments.get("params"))
         timeout = self._timeout(ctx)
         with self._tool_edge(ctx, timeout):
@@ -399,19 +440,14 @@ class SQLConnector(Connector):
 
     async def _tool_execute(self, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         assert self._backend is not None
-        statement, args = self._statement(arguments.get("sql"), arguments.get("params"))
+        self._usable()
+        statement, args = self._statement(arguments.get("sql"), arguments.get("params"), read=False)
         timeout = self._timeout(ctx)
         with self._tool_edge(ctx, timeout):
             result = await self._backend.write(statement, args, self.config.max_rows, timeout)
         self._succeeded()
         self._wake.set()  # DDL may have changed the schema: re-introspect soon
-        rows = [json_row(r) for r in result.rows]
-        text = f"{result.status} ({result.rowcount if result.rowcount is not None else '?'} rows affected)"
-        if result.columns:
-            text += "\n" + render_table(result.columns, rows)
-        return {"content": [{"type": "text", "text": text}],
-                "structuredContent": {"status": result.status, "rowcount": result.rowcount,
-                                      "columns": result.columns, "rows": rows}}
+        return write_result(result)
 
     # -- resources ---------------------------------------------------------------------------
     async def read_resource(self, uri: str, ctx: CallContext) -> dict[str, Any]:
@@ -419,7 +455,8 @@ class SQLConnector(Connector):
         if parsed is None:
             raise ResourceNotFound(uri)
         if parsed[0] == "overview":
-            extra = {"readOnly": not self.config.allow_writes, "maxRows": self.config.max_rows}
+            extra = {"readOnly": not self.config.allow_writes, "maxRows": self.config.max_rows,
+                     "maxBytes": self.config.max_bytes}
             data = sch.overview_json(self._snapshot, self.name, extra)
             return {"contents": [
                 {"uri": uri, "mimeType": "text/markdown", "text": sch.overview_text(self._snapshot, self.name)},
@@ -444,12 +481,17 @@ class SQLConnector(Connector):
                                 f"({', '.join(table.primary_key)}); got {len(values)} value(s)")
         sql = self._backend.row_sql(table, table.primary_key)
         timeout = self._timeout(ctx)
+        if self._refused is not None:
+            raise BackendUnavailable(self._refused)
         with self._edge(timeout, _request_error):
             page = await self._backend.read_page(sql, values, 0, 1, timeout)
         self._succeeded()
         if not page.rows:
             raise ResourceNotFound(uri)
-        row = {c: json_value(v) for c, v in zip(page.columns, page.rows[0], strict=True)}
+        if page.cut:
+            raise InvalidParams(f"This row is larger than the byte budget (max_bytes = {self.config.max_bytes}): "
+                                "read it with the query tool, selecting fewer columns or substring()s.")
+        row = {c: json_value(v) for c, v in zip(page.columns, page.rows[0][:len(page.columns)], strict=True)}
         return {"contents": [{"uri": uri, "mimeType": "application/json", "text": json.dumps(row)}]}
 
     async def subscribe(self, uri: str, ctx: CallContext) -> None:
@@ -529,15 +571,9 @@ class SQLConnector(Connector):
     async def _complete_key(self, context: dict[str, Any], value: str, ctx: CallContext) -> dict[str, Any]:
         """Primary-key values starting with ``value`` (single-column keys; read-only, 100 at most)."""
         table = self._snapshot.by_key.get((str(context.get("schema", "")), str(context.get("table", ""))))
-        if table is None or len(table.primary_key) != 1 or self._backend is None:
+        if table is None or len(table.primary_key) != 1 or self._backend is None or self._refused is not None:
             return {"completion": {"values": [], "hasMore": False}}
-        from .statements import qualified, quote_ident
-
-        col = quote_ident(table.primary_key[0])
-        like = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        placeholder = "$1" if self.dialect == "postgresql" else "?1"
-        sql = (f"SELECT DISTINCT CAST({col} AS TEXT) AS k FROM {qualified(table.schema, table.name)} "
-               f"WHERE CAST({col} AS TEXT) LIKE {placeholder} ESCAPE '\\' ORDER BY 1 LIMIT 101")
+        sql, like = mapping.key_completion_sql(table, value, self.dialect)
         try:
             page = await self._backend.read_page(sql, [like], 0, 101, min(2.0, self._timeout(ctx)))
         except Exception as exc:

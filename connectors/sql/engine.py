@@ -34,6 +34,9 @@ class Page:
     columns: list[str]
     rows: list[Sequence[Any]]  # at most limit rows
     more: bool
+    reason: str | None = None  # why the page ended early or was cut: "max_rows" | "max_bytes"
+    cut: bool = False  # its only row was larger than max_bytes: large values were shortened
+    width: int | None = None  # rows carry columns past this one (the budget's flag): ignore them
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +52,13 @@ class Backend(abc.ABC):
     default_schemas: tuple[str, ...]
 
     def __init__(self, url: str, pool_size: int, connect_timeout_s: float, allow_writes: bool,
-                 app_name: str) -> None:
+                 app_name: str, max_bytes: int = 0) -> None:
         self.url = url
         self.pool_size = pool_size
         self.connect_timeout_s = connect_timeout_s
         self.allow_writes = allow_writes
         self.app_name = app_name
+        self.max_bytes = max_bytes  # byte budget of one page; 0: none
 
     @abc.abstractmethod
     async def dispose(self) -> None: ...
@@ -64,7 +68,8 @@ class Backend(abc.ABC):
         """Drop every pooled connection (after the database went away)."""
 
     @abc.abstractmethod
-    async def read_page(self, sql: str, args: Sequence[Any], offset: int, limit: int, timeout_s: float) -> Page: ...
+    async def read_page(self, sql: str, args: Sequence[Any], offset: int, limit: int, timeout_s: float) -> Page:
+        """At most ``limit`` rows from row ``offset`` on, and at most ``max_bytes`` of values."""
 
     @abc.abstractmethod
     async def explain(self, sql: str, args: Sequence[Any], analyze: bool, timeout_s: float) -> str: ...
@@ -73,7 +78,9 @@ class Backend(abc.ABC):
     async def write(self, sql: str, args: Sequence[Any], limit: int, timeout_s: float) -> WriteResult: ...
 
     @abc.abstractmethod
-    async def introspect(self, schemas: Sequence[str], timeout_s: float) -> tuple[sch.Snapshot, dict[str, Any]]: ...
+    async def introspect(self, schemas: Sequence[str], timeout_s: float) -> tuple[sch.Snapshot, dict[str, Any]]:
+        """The schema, and facts about the connection: ``privileged`` lists why the role is too
+        powerful for this connector (empty or absent: it is not)."""
 
     @abc.abstractmethod
     def row_sql(self, table: sch.Table, key_columns: Sequence[str]) -> str:

@@ -7,6 +7,8 @@ the one edge where they are classified (:func:`classify`) into
   itself down and the health monitor reconnects);
 * ``timeout`` — the server cancelled the statement at ``statement_timeout_s``;
 * ``read_only`` — the database refused a write in a read-only transaction / connection;
+* ``too_large`` — a reply or a value exceeded the byte budget (:class:`ResultTooLarge`, raised by
+  the backends: the socket meter tripped, or SQLite refused to build a value that large);
 * ``sql`` — anything else the database reported about the statement (syntax, missing table ...).
 
 Every message passes through a :class:`Redactor` built from the connection URL, so a password
@@ -20,7 +22,7 @@ import sqlite3
 from dataclasses import dataclass
 from urllib.parse import quote, quote_plus, unquote
 
-__all__ = ["Redactor", "Failure", "classify"]
+__all__ = ["Redactor", "Failure", "ResultTooLarge", "PrivilegedRole", "classify"]
 
 # SQLSTATE classes / codes (PostgreSQL appendix A).
 _UNAVAILABLE_CLASSES = ("08", "53", "57P", "28", "3D")  # connection, resources, shutdown, auth, no db
@@ -47,9 +49,17 @@ class Redactor:
         return out
 
 
+class ResultTooLarge(Exception):
+    """A reply or a value exceeded ``max_bytes``; the message says which and what to do."""
+
+
+class PrivilegedRole(Exception):
+    """The connector's role is too powerful and ``allow_privileged`` is not set (the message names it)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Failure:
-    kind: str  # unavailable | timeout | read_only | sql | cancelled
+    kind: str  # unavailable | timeout | read_only | too_large | privileged | sql
     message: str
     status: str | None = None  # SQLSTATE or a short tag for audit/metrics
 
@@ -75,6 +85,11 @@ def _sqlstate(exc: BaseException) -> str | None:
 def classify(exc: BaseException, statement_timeout_s: float | None = None) -> Failure:
     """Classify any exception raised while talking to the database."""
     chain = _chain(exc)
+    for e in chain:
+        if isinstance(e, ResultTooLarge):
+            return Failure("too_large", str(e), "max_bytes")
+        if isinstance(e, PrivilegedRole):
+            return Failure("privileged", str(e), "privileged")
     for e in chain:
         state = _sqlstate(e)
         if state is None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from .config import NamedQuery, QueryParam, SQLConfig
 from .schema import Snapshot, Table, overview_text, overview_uri, table_text, table_uri
+from .statements import qualified, quote_ident
 
 __all__ = [
     "ArgumentError",
@@ -27,6 +28,7 @@ __all__ = [
     "render_explore_table",
     "render_write_query",
     "complete_values",
+    "key_completion_sql",
 ]
 
 _MAX_COMPLETIONS = 100
@@ -43,6 +45,10 @@ RESULT_SCHEMA: dict[str, Any] = {
         "rows": {"type": "array", "items": {"type": "array"}},
         "truncated": {"type": "boolean", "description": "More rows exist beyond this page"},
         "nextCursor": {"type": ["string", "null"], "description": "Pass as `cursor` to get the next page"},
+        "truncatedBy": {"type": ["string", "null"], "enum": ["max_rows", "max_bytes", None],
+                        "description": "Which limit ended the page (row count or byte budget), if any"},
+        "valuesCut": {"type": "boolean",
+                      "description": "The page's only row was larger than the byte budget: its large values are cut"},
     },
     "required": ["columns", "rows", "truncated", "nextCursor"],
 }
@@ -66,7 +72,8 @@ def builtin_tools(config: SQLConfig, dialect: str) -> list[dict[str, Any]]:
             "description": (f"Run one read-only SQL statement on {db} and return at most {config.max_rows} rows "
                             f"per page as columns and rows. {_placeholder_help(dialect)} When `truncated` is "
                             "true, call again with the same `sql` and `cursor` set to `nextCursor` (use ORDER BY "
-                            f"for stable pages). Statements time out after {config.statement_timeout_s:g}s. "
+                            "for stable pages); a page also ends at the result's byte budget (`truncatedBy`). "
+                            f"Statements time out after {config.statement_timeout_s:g}s. "
                             "Writes are refused by the database."),
             "inputSchema": {
                 "type": "object",
@@ -319,3 +326,14 @@ def complete_values(candidates: Iterable[str], prefix: str) -> dict[str, Any]:
     hits = sorted({c for c in candidates if c.lower().startswith(low)})
     return {"completion": {"values": hits[:_MAX_COMPLETIONS], "total": len(hits),
                            "hasMore": len(hits) > _MAX_COMPLETIONS}}
+
+
+def key_completion_sql(table: Table, value: str, dialect: str) -> tuple[str, str]:
+    """The statement listing up to 101 values of ``table``'s (single-column) primary key that start
+    with ``value``, and its one parameter (a LIKE pattern with the wildcards in ``value`` escaped)."""
+    col = quote_ident(table.primary_key[0])
+    like = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    placeholder = "$1" if dialect == "postgresql" else "?1"
+    sql = (f"SELECT DISTINCT CAST({col} AS TEXT) AS k FROM {qualified(table.schema, table.name)} "
+           f"WHERE CAST({col} AS TEXT) LIKE {placeholder} ESCAPE '\\' ORDER BY 1 LIMIT 101")
+    return sql, like

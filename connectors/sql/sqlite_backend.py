@@ -3,8 +3,17 @@
 Reads use their own engine opened with ``mode=ro``; each of its connections gets
 ``PRAGMA query_only = 1`` and an authorizer that refuses ``ATTACH``/``DETACH``, pragma writes and
 extension loading. sqlite3 executes one statement per call. A progress handler aborts a statement
-past its deadline. Rows are stepped lazily (``fetchmany``), so rows past the page are never read.
-Writes (``allow_writes``) go through a second, read-write engine with one connection.
+past its deadline, and a watchdog on the event loop interrupts it (``sqlite3_interrupt``) shortly
+after, should one step run long. Writes (``allow_writes``) go through a second, read-write engine
+with one connection.
+
+Byte budget. SQLite runs inside the gateway's process, so what must not happen is *building* a
+large value: before each read, ``SQLITE_LIMIT_LENGTH`` is set to ``max_bytes`` divided by the
+statement's result columns (counted with ``EXPLAIN``, cached per connection), so no value, and no
+row sorted or grouped, can exceed it: ``zeroblob(1000000000)`` fails at once ("string or blob too
+big", reported as over the budget), and one row never exceeds ``max_bytes``. Rows are stepped one
+by one in the connection's worker thread, which stops before the row that would exceed the budget
+(``truncatedBy: max_bytes``) or after ``limit + 1`` rows; rows past the page are never read.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ import asyncio
 import sqlite3
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,7 +35,9 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from gateway.protocol.errors import ConfigError
 
 from . import schema as sch
-from .engine import Backend, Page, WriteResult, checkout
+from .engine import CLIENT_GRACE_S, Backend, Page, WriteResult, checkout
+from .errors import ResultTooLarge
+from .guard import first_word
 from .statements import qualified, quote_ident
 
 __all__ = ["SQLiteBackend"]
@@ -50,14 +62,89 @@ def _read_authorizer(action: int, arg1: str | None, arg2: str | None, db: str | 
 
 
 class _Deadline:
-    __slots__ = ("at",)
+    __slots__ = ("at", "columns")
 
     def __init__(self) -> None:
         self.at: float | None = None
+        self.columns: OrderedDict[str, int] = OrderedDict()  # result columns per statement (EXPLAIN)
 
     def __call__(self) -> int:
         # Runs in aiosqlite's worker thread every N VM steps; non-zero aborts ("interrupted").
         return 1 if self.at is not None and time.monotonic() > self.at else 0
+
+
+def _result_columns(raw: sqlite3.Connection, sql: str, args: Sequence[Any], cache: OrderedDict[str, int]) -> int:
+    """How many columns ``sql`` returns, from its bytecode (compiled, not run)."""
+    if first_word(sql) == "explain":
+        return 8  # EXPLAIN's own columns (EXPLAIN QUERY PLAN has 4); it cannot be explained again
+    n = cache.get(sql)
+    if n is not None:
+        cache.move_to_end(sql)
+        return n
+    cur = raw.execute(f"EXPLAIN {sql}", list(args))
+    try:
+        # Rows: addr, opcode, p1, p2, ...; ResultRow's p2 is the number of columns.
+        n = max((row[3] for row in cur if row[1] == "ResultRow"), default=0)
+    finally:
+        cur.close()
+    cache[sql] = n
+    if len(cache) > 64:
+        cache.popitem(last=False)
+    return n
+
+
+def _row_bytes(row: Sequence[Any]) -> int:
+    n = 0
+    for value in row:
+        if value.__class__ is str or value.__class__ is bytes:
+            n += len(value)
+        elif value is not None:
+            n += 8
+    return n
+
+
+def _read_in_thread(raw: sqlite3.Connection, sql: str, args: Sequence[Any], offset: int, limit: int,
+                    budget: int, deadline: _Deadline) -> Page:
+    """One page, stepped in the connection's worker thread (``aiosqlite``'s queue)."""
+    if budget:
+        per_value = max(1, budget // max(1, _result_columns(raw, sql, args, deadline.columns)))
+        raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, per_value)
+    try:
+        cur = raw.execute(sql, list(args))
+        try:
+            columns = [d[0] for d in cur.description or ()]
+            for _ in range(offset):  # stepped and dropped one by one: memory stays at one row
+                if cur.fetchone() is None:
+                    break
+            if not budget:
+                rows = cur.fetchmany(limit + 1)
+                more = len(rows) > limit
+                return Page(columns, [tuple(r) for r in rows[:limit]], more, "max_rows" if more else None)
+            out: list[Sequence[Any]] = []
+            used, reason = 0, None
+            for row in cur:
+                if len(out) == limit:
+                    reason = "max_rows"
+                    break
+                size = _row_bytes(row)
+                if out and used + size > budget:
+                    reason = "max_bytes"
+                    break
+                out.append(tuple(row))
+                used += size
+            return Page(columns, out, reason is not None, reason)
+        finally:
+            cur.close()
+    except sqlite3.Error as exc:
+        if budget and "too big" in str(exc).lower():
+            raise ResultTooLarge(
+                f"Refused: a value (or a row being sorted or grouped) is larger than this connector's byte budget "
+                f"allows: max_bytes = {budget} shared by the result's columns. Select fewer columns, cut large "
+                "values with substr(), or raise max_bytes.") from exc
+        raise
+    finally:
+        if budget:
+            raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, budget)
 
 
 class SQLiteBackend(Backend):
@@ -65,8 +152,8 @@ class SQLiteBackend(Backend):
     default_schemas = ("main",)
 
     def __init__(self, url: str, pool_size: int, connect_timeout_s: float, allow_writes: bool,
-                 app_name: str, base_dir: Path) -> None:
-        super().__init__(url, pool_size, connect_timeout_s, allow_writes, app_name)
+                 app_name: str, base_dir: Path, max_bytes: int = 0) -> None:
+        super().__init__(url, pool_size, connect_timeout_s, allow_writes, app_name, max_bytes)
         parsed = make_url(url)
         database = parsed.database or ""
         if database in ("", ":memory:") or database.startswith("file:"):
@@ -100,6 +187,9 @@ class SQLiteBackend(Backend):
             if read_only:
                 await conn.execute("PRAGMA query_only = 1")
                 await conn.set_authorizer(_read_authorizer)
+                if self.max_bytes:
+                    # aiosqlite has no setlimit(): run it on the connection's own thread.
+                    await conn._execute(conn._conn.setlimit, sqlite3.SQLITE_LIMIT_LENGTH, self.max_bytes)
             await conn.set_progress_handler(deadline, 1000)
             self._deadlines[conn] = deadline
         return deadline
@@ -111,26 +201,21 @@ class SQLiteBackend(Backend):
         async with checkout(engine) as conn:
             deadline = await self._setup(conn, read_only)
             deadline.at = time.monotonic() + timeout_s
+            # The progress handler runs between VM steps; sqlite3_interrupt also stops a long one
+            # (a sort, a large allocation) if the deadline passes by more than the grace.
+            watchdog = asyncio.get_running_loop().call_later(timeout_s + min(1.0, CLIENT_GRACE_S),
+                                                             conn._conn.interrupt)
             try:
                 yield conn
             finally:
+                watchdog.cancel()
                 deadline.at = None
 
     async def read_page(self, sql: str, args: Sequence[Any], offset: int, limit: int, timeout_s: float) -> Page:
         async with self._conn(True, timeout_s) as conn:
-            cur = await conn.execute(sql, list(args))
-            try:
-                columns = [d[0] for d in cur.description or ()]
-                skip = offset
-                while skip > 0:  # stepped and dropped in chunks: memory stays at one chunk
-                    batch = await cur.fetchmany(min(skip, 1000))
-                    if not batch:
-                        break
-                    skip -= len(batch)
-                rows = await cur.fetchmany(limit + 1)
-            finally:
-                await cur.close()
-        return Page(columns, [tuple(r) for r in rows[:limit]], len(rows) > limit)
+            page: Page = await conn._execute(_read_in_thread, conn._conn, sql, args, offset, limit, self.max_bytes,
+                                             self._deadlines[conn])
+        return page
 
     async def explain(self, sql: str, args: Sequence[Any], analyze: bool, timeout_s: float) -> str:
         async with self._conn(True, timeout_s) as conn:

@@ -8,7 +8,10 @@ strings, quoted identifiers, comments and dollar-quoted bodies are, so that
   server refuses it too: the extended protocol and sqlite3 accept one statement only);
 * ``:name`` placeholders are found outside literals and comments and rewritten to the driver's
   positional form (``$1`` on PostgreSQL, ``?1`` on SQLite), values always travelling as bound
-  parameters, never as text.
+  parameters, never as text;
+* the words of a statement (:func:`words`: identifiers outside literals and comments, quoted ones
+  unquoted) are available to :mod:`connectors.sql.guard`, which classifies statements and finds
+  the functions they call.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ __all__ = [
     "bind_named",
     "quote_ident",
     "qualified",
+    "Word",
+    "words",
 ]
 
 
@@ -135,6 +140,48 @@ def _check(sql: str) -> str:
         raise StatementError("the SQL text is empty")
     body = sql if last_semicolon is None else sql[:last_semicolon]
     return body.strip()
+
+
+Word = tuple[str, str]
+"""``(kind, text)``: ``ident`` (unquoted, lower-cased), ``quoted`` (a double-quoted identifier,
+unquoted), ``unicode`` (a ``U&"..."`` identifier, kept raw), ``string`` (any other literal, kept raw)
+or ``punct`` (one character of code that is neither a word nor white space)."""
+
+
+@functools.lru_cache(maxsize=512)
+def words(sql: str) -> tuple[Word, ...]:
+    """The statement as words, comments dropped; raises StatementError like the single-statement check."""
+    out: list[Word] = []
+    ident: list[str] = []
+
+    def flush() -> None:
+        if ident:
+            out.append(("ident", "".join(ident).lower()))
+            ident.clear()
+
+    for kind, start, end in _tokens(sql):
+        text = sql[start:end]
+        if kind == "code" and len(text) == 1 and (_IDENT_CHAR.match(text) or text == "$" and ident):
+            ident.append(text)
+            continue
+        flush()
+        if kind == "comment" or (kind == "code" and text.isspace()):
+            continue
+        if kind == "literal" and text.startswith('"'):
+            if out[-2:] == [("ident", "u"), ("punct", "&")]:
+                del out[-2:]
+                out.append(("unicode", text))
+            else:
+                out.append(("quoted", text[1:-1].replace('""', '"')))
+        elif kind == "literal":
+            out.append(("string", text))
+        elif kind == "param":
+            out.append(("punct", ":"))
+            out.append(("ident", text[1:].lower()))
+        else:
+            out.extend(("punct", c) for c in text)
+    flush()
+    return tuple(out)
 
 
 def named_placeholders(sql: str) -> list[str]:

@@ -63,15 +63,15 @@ def _cell(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     else:
         text = str(value)
-    text = text.replace("\r", " ").replace("\n", " ").replace("\t", " ")
-    if len(text) > _MAX_CELL:
+    if len(text) > _MAX_CELL:  # cut first: a cell may hold megabytes
         text = text[: _MAX_CELL - 1] + "…"
-    return text
+    return text.replace("\r", " ").replace("\n", " ").replace("\t", " ")
 
 
 def render_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, truncated: bool = False,
-                 offset: int = 0) -> str:
-    """An aligned text table with a one-line footer (row range, whether more rows exist)."""
+                 offset: int = 0, why: str = "") -> str:
+    """An aligned text table with a one-line footer (row range, why the page ended, whether more
+    rows exist)."""
     if not columns:
         return f"Statement executed; it returned no result set ({len(rows)} rows)."
     header = [_cell(c) for c in columns]
@@ -93,6 +93,8 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, trunc
         footer = f"({len(rows)} row{'s' if len(rows) != 1 else ''}"
         if offset:
             footer += f", rows {first}-{last}"
+        if why:
+            footer += f"; {why}"
         footer += "; more rows exist: call again with nextCursor)" if truncated else ")"
     out.append(footer)
     return "\n".join(out)

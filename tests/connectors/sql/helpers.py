@@ -130,6 +130,10 @@ async def admin_execute(pg_url: str, database: str, sql: str, *args: Any) -> Any
 
 @asynccontextmanager
 async def start_connector(raw: dict[str, Any], base_dir: Path = Path(".")) -> AsyncIterator[tuple[SQLConnector, RecordingEvents]]:
+    """Start a connector (``name: db``). On PostgreSQL the tests connect as the server's superuser,
+    so ``allow_privileged`` defaults to true here; tests/security checks the refusal itself."""
+    if str(raw.get("url", "")).startswith("postgresql"):
+        raw = {"allow_privileged": True, **raw}
     config = SQLConfig.model_validate({"name": "db", "type": "sql", **raw})
     connector = SQLConnector(config, base_dir)
     events = RecordingEvents()

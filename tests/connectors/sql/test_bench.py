@@ -15,7 +15,11 @@ def test_bench_sql_runs_with_tiny_sizes(pg_url: str) -> None:
                           env={**os.environ})
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
-    for path in ("asyncpg direct", "connector.call_tool", "gateway tools/call", "gateway ping"):
+    for path in ("asyncpg direct", "connector.call_tool", "gateway tools/call", "gateway ping",
+                 "connector.call_tool, max_bytes off", "gateway tools/call, max_bytes off", "a 500-row page"):
         assert path in out
+    costs = [line.split()[-1] for line in out.splitlines() if line.startswith(("connector.call_tool ", "gateway tools/call "))
+             and "max_bytes off" not in line]
+    assert len(costs) == 3 and all(c.startswith(("+", "-")) for c in costs), out
     memory = [line.split() for line in out.splitlines() if line.startswith("items")]
     assert [row[0] for row in memory] == ["items_small", "items_medium", "items"]

@@ -92,6 +92,12 @@ async def test_every_write_attempt_fails_and_data_is_unchanged(pg_url: str, monk
             for sql in ATTACKS:
                 with pytest.raises(ToolExecutionError, match="Refused") as info:
                     await c.call_tool("query", {"sql": sql}, make_ctx())
+                assert info.value.status in ("25006", "statement_check", "refused_statement"), (sql, info.value.message)
+            # Without the read-only guard (statement classes), the database still refuses each one.
+            monkeypatch.setattr(connector_module, "check_read_statement", lambda sql, dialect: None)
+            for sql in ATTACKS:
+                with pytest.raises(ToolExecutionError, match="Refused") as info:
+                    await c.call_tool("query", {"sql": sql}, make_ctx())
                 assert info.value.status in ("25006", "statement_check"), (sql, info.value.message)
             # Without the lexer's check, the database still refuses: the extended protocol takes one
             # statement, and the transaction is read-only.
