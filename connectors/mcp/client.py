@@ -12,7 +12,13 @@ how upstream progress, logs and sampling find their downstream session.
 Failures map to the gateway's exception tree at this edge: a lost transport is
 ``BackendUnavailable``, an exhausted timeout ``RequestTimeout``, an upstream JSON-RPC error a
 ``ProtocolError`` with the upstream's own code, message and data. A cancelled caller makes the
-session send ``notifications/cancelled`` upstream before the cancellation propagates.
+session send ``notifications/cancelled`` upstream before the cancellation propagates (unless
+``cancel_by_close``: a 2026-07-28 HTTP request is cancelled by closing its response stream).
+
+Eras. :meth:`UpstreamSession.open` is the legacy path (connect, then ``initialize``). For a
+2026-07-28 upstream the same object is a plain request channel without a handshake: the connector
+sets a :class:`Stamper` (:mod:`connectors.mcp.modern`) that adds the per-request ``_meta`` and
+HTTP headers to every request; per-request :class:`Hints` tell it what varies per call.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ import contextlib
 import functools
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gateway.protocol.errors import (
@@ -38,7 +45,7 @@ from gateway.protocol.versions import LATEST_LEGACY_VERSION, LEGACY_VERSIONS
 
 from .transport import ClientTransport, Deliver, OnLost, SessionExpired, TransportClosed
 
-__all__ = ["SessionHandler", "UpstreamSession", "TransportFactory"]
+__all__ = ["SessionHandler", "UpstreamSession", "TransportFactory", "Hints", "Stamper", "opening_error"]
 
 log = logging.getLogger("connectors.mcp")
 
@@ -52,6 +59,24 @@ class SessionHandler(Protocol):
                          owner: Any) -> dict[str, Any]: ...
 
     def on_lost(self, session: UpstreamSession, reason: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Hints:
+    """What a modern request's stamp varies per call: the caller's log level (None: ask for no
+    logs), the called tool's inputSchema (``Mcp-Param-*`` headers), the capabilities to declare
+    (the caller's; None: the gateway's own)."""
+
+    log_level: str | None = None
+    input_schema: Mapping[str, Any] | None = None
+    capabilities: Mapping[str, Any] | None = None
+
+
+class Stamper(Protocol):
+    """Adds the 2026-07-28 request fields: returns the params to send and the extra headers."""
+
+    def __call__(self, method: str, params: dict[str, Any] | None,
+                 hints: Hints | None) -> tuple[dict[str, Any], dict[str, str] | None]: ...
 
 
 class UpstreamSession:
@@ -76,41 +101,65 @@ class UpstreamSession:
         self.server_capabilities: dict[str, Any] = {}
         self.server_info: dict[str, Any] = {}
         self.instructions: str | None = None
+        # Set for a 2026-07-28 upstream (no handshake, every request stamped).
+        self.stamper: Stamper | None = None
+        self.cancel_by_close = False
 
     @property
     def alive(self) -> bool:
         return not self._closed and self.lost_reason is None
 
+    @property
+    def modern(self) -> bool:
+        return self.stamper is not None
+
+    def reserve_id(self) -> int:
+        """A request id for :meth:`request` (``request_id=``), known before the request is sent."""
+        return next(self._ids)
+
     # -- lifecycle -----------------------------------------------------------------------------
     async def open(self, timeout_s: float) -> None:
-        """Connect and initialize; raises BackendUnavailable with a readable reason. Whatever
-        happens (cancellation included), a session that did not open leaves nothing running."""
+        """Connect and initialize (the legacy handshake); raises BackendUnavailable with a
+        readable reason. Whatever happens (cancellation included), a session that did not open
+        leaves nothing running."""
+        try:
+            await self.connect(timeout_s)
+            try:
+                await self.handshake(timeout_s)
+            except BaseException as exc:
+                raise opening_error(self.name, exc, f"did not initialize within {timeout_s:g}s") from None
+        except BaseException:
+            await self.close()
+            raise
+
+    async def connect(self, timeout_s: float) -> None:
+        """Open the transport (spawn the process); BackendUnavailable when that fails. The
+        caller closes the session on failure."""
         try:
             async with asyncio.timeout(timeout_s):
                 await self.transport.connect()
-                result = await self.request("initialize", {
-                    "protocolVersion": LATEST_LEGACY_VERSION,
-                    "capabilities": self._capabilities,
-                    "clientInfo": self._client_info,
-                }, cancellable=False)
-            version = result.get("protocolVersion")
-            if version not in LEGACY_VERSIONS:
-                raise BackendUnavailable(f"upstream {self.name} speaks protocol {version!r}, which the gateway "
-                                         f"does not support ({', '.join(LEGACY_VERSIONS)})")
-            self.protocol_version = version
-            self.transport.protocol_version = version
-            self.server_capabilities = result.get("capabilities") or {}
-            self.server_info = result.get("serverInfo") or {}
-            self.instructions = result.get("instructions")
-            await self.notify("notifications/initialized")
         except BaseException as exc:
-            await self.close()
-            if isinstance(exc, TimeoutError):
-                raise BackendUnavailable(f"upstream {self.name} did not initialize within {timeout_s:g}s") from None
-            if isinstance(exc, TransportClosed) or (isinstance(exc, ProtocolError)
-                                                   and not isinstance(exc, BackendUnavailable)):
-                raise BackendUnavailable(f"upstream {self.name} is unavailable: {exc}") from None
-            raise
+            raise opening_error(self.name, exc, f"did not start within {timeout_s:g}s") from None
+
+    async def handshake(self, timeout_s: float) -> None:
+        """The ``initialize`` handshake on a connected transport. Raises what failed as it is
+        (an upstream's JSON-RPC error keeps its code: era detection reads it)."""
+        async with asyncio.timeout(timeout_s):
+            result = await self.request("initialize", {
+                "protocolVersion": LATEST_LEGACY_VERSION,
+                "capabilities": self._capabilities,
+                "clientInfo": self._client_info,
+            }, cancellable=False)
+        version = result.get("protocolVersion")
+        if version not in LEGACY_VERSIONS:
+            raise BackendUnavailable(f"upstream {self.name} speaks protocol {version!r}, which the gateway "
+                                     f"does not support ({', '.join(LEGACY_VERSIONS)})")
+        self.protocol_version = version
+        self.transport.protocol_version = version
+        self.server_capabilities = result.get("capabilities") or {}
+        self.server_info = result.get("serverInfo") or {}
+        self.instructions = result.get("instructions")
+        await self.notify("notifications/initialized")
         self.transport.initialized()
 
     async def close(self) -> None:
@@ -126,10 +175,14 @@ class UpstreamSession:
 
     # -- outgoing ------------------------------------------------------------------------------
     async def request(self, method: str, params: dict[str, Any] | None = None, *, timeout_s: float | None = None,
-                      owner: Any = None, cancellable: bool = True) -> dict[str, Any]:
+                      owner: Any = None, cancellable: bool = True, hints: Hints | None = None,
+                      request_id: int | None = None) -> dict[str, Any]:
         if self.lost_reason is not None or self._closed:
             raise BackendUnavailable(f"upstream {self.name} is unavailable: {self.lost_reason or 'closed'}")
-        rid = next(self._ids)
+        headers = None
+        if self.stamper is not None:
+            params, headers = self.stamper(method, params, hints)
+        rid = next(self._ids) if request_id is None else request_id
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = (fut, owner)
         msg: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
@@ -138,7 +191,7 @@ class UpstreamSession:
         sent = False
         try:
             async with asyncio.timeout(timeout_s):
-                await self.transport.send(msg)
+                await self.transport.send(msg, headers)
                 sent = True
                 response = await fut
         except TimeoutError:
@@ -175,7 +228,7 @@ class UpstreamSession:
         task.add_done_callback(self._bg.discard)
 
     def _cancel_upstream(self, rid: int, reason: str) -> None:
-        if self.alive:
+        if self.alive and not self.cancel_by_close:
             self._spawn(self._quiet_notify("notifications/cancelled", {"requestId": rid, "reason": reason}))
 
     async def _quiet_notify(self, method: str, params: dict[str, Any]) -> None:
@@ -255,6 +308,17 @@ class UpstreamSession:
     def owners(self) -> list[Any]:
         """Owners of requests in flight, oldest first."""
         return [owner for _fut, owner in self._pending.values() if owner is not None]
+
+
+def opening_error(name: str, exc: BaseException, timed_out: str) -> BaseException:
+    """What opening an upstream failed with, as the connector's reconnect loop expects it:
+    ``BackendUnavailable`` for a timeout (``timed_out`` says what did not happen in time), a lost
+    transport or an upstream's refusal; anything else (a bug, a cancellation) unchanged."""
+    if isinstance(exc, TimeoutError):
+        return BackendUnavailable(f"upstream {name} {timed_out}")
+    if isinstance(exc, TransportClosed) or (isinstance(exc, ProtocolError) and not isinstance(exc, BackendUnavailable)):
+        return BackendUnavailable(f"upstream {name} is unavailable: {exc}")
+    return exc
 
 
 def _upstream_error(error: Any) -> ProtocolError:

@@ -5,7 +5,15 @@
 ``command`` path resolves against the config file's folder); ``sse`` (legacy HTTP+SSE, 2024-11-05) and ``streamable_http`` need ``url`` (plus
 optional static ``headers``, usually ``${ENV}``-interpolated secrets). ``session: shared`` (the
 default) multiplexes every downstream session over one upstream session; ``per_client`` opens one
-upstream session per downstream session.
+upstream session per downstream session (a 2026-07-28 upstream has no sessions: every forwarded
+request declares its caller's own capabilities, whichever the setting).
+
+``protocol`` picks the era spoken upstream: ``auto`` (default) probes with ``server/discover`` and
+speaks 2026-07-28 to an upstream that supports it, the legacy ``initialize``-based revisions to the
+rest (:mod:`connectors.mcp.era`); ``modern`` or ``legacy`` force one. The legacy HTTP+SSE
+transport is legacy only. ``probe_timeout_s`` bounds the wait for the probe's answer on stdio: no
+answer in that time means a legacy server (over HTTP, where no answer is no verdict, the probe has
+``connect_timeout_s``).
 """
 
 from __future__ import annotations
@@ -35,6 +43,9 @@ class MCPConfig(ConnectorConfig):
     headers: dict[str, str] = Field(default_factory=dict)
     # session model
     session: Literal["shared", "per_client"] = "shared"
+    # protocol era spoken upstream
+    protocol: Literal["auto", "modern", "legacy"] = "auto"
+    probe_timeout_s: float = Field(5.0, gt=0)
     # connecting and staying connected
     connect_timeout_s: float = Field(20.0, gt=0)
     # How long gateway start-up waits for this upstream; after that it keeps connecting in the
@@ -60,4 +71,7 @@ class MCPConfig(ConnectorConfig):
                 raise ValueError("url must be http:// or https://")
             if self.command is not None or self.args or self.cwd is not None:
                 raise ValueError("command, args and cwd are for the stdio transport only")
+        if self.transport == "sse" and self.protocol == "modern":
+            raise ValueError("protocol modern needs transport stdio or streamable_http: the legacy HTTP+SSE "
+                             "transport carries the legacy protocol only")
         return self

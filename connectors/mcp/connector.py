@@ -18,6 +18,18 @@ Staying up. A lost upstream fails its in-flight calls with ``BackendUnavailable`
 components (``components_changed``), reports health down, and reconnects with exponential backoff
 and jitter; calls meanwhile fail fast. On reconnect every listing is fetched again (following
 ``nextCursor`` to the end) and subscriptions are renewed. A health ping detects a hung upstream.
+
+Eras. Each (re)connect finds out which era the upstream speaks (:mod:`connectors.mcp.era`). A
+2026-07-28 upstream has no session: the shared "session" is a request channel whose every request
+is stamped (:mod:`connectors.mcp.modern`) with the caller's own capabilities, so ``per_client``
+opens nothing more, and the health probe is ``server/discover`` (the
+revision has no ``ping``). Over HTTP a failed request fails alone; the upstream is down only when
+the probe fails. Its change notifications arrive on ``subscriptions/listen``
+(:mod:`connectors.mcp.listen`), which ``subscribe``/``unsubscribe`` re-open with the new set of
+URIs. An ``input_required`` result goes back to the gateway as it is (the gateway asks its caller)
+and the retry's ``inputResponses``/``requestState`` go upstream. An upstream that answers
+``UnsupportedProtocolVersion`` has changed: it is reconnected (its era found again) and the call
+retried once.
 """
 
 from __future__ import annotations
@@ -27,7 +39,7 @@ import contextlib
 import itertools
 import logging
 import random
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,16 +54,17 @@ from connectors.base import (
 )
 from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
 from gateway.protocol.errors import BackendUnavailable, InvalidRequest, MethodNotFound, ProtocolError
+from gateway.protocol.versions import LATEST_VERSION
 
-from . import mapping
-from .client import UpstreamSession
+from . import mapping, modern
+from .client import Hints, TransportFactory, UpstreamSession
 from .config import MCPConfig
-from .legacy_sse import LegacySSETransport
+from .era import open_upstream
+from .factory import transport_factory
+from .listen import Listener
 from .listing import ALL_LISTINGS, fetch_listings
 from .relay import Relay, sole_owner
-from .stdio import StdioTransport
-from .streamable_http import StreamableHTTPTransport
-from .transport import ClientTransport, Deliver, OnLost, SessionExpired
+from .transport import SessionExpired
 
 if TYPE_CHECKING:
     from gateway.context import CallContext, SessionHandle
@@ -62,6 +75,7 @@ log = logging.getLogger("connectors.mcp")
 
 _SHARED_CLIENT_CAPS: dict[str, Any] = {"sampling": {}, "elicitation": {"form": {}, "url": {}},
                                         "roots": {"listChanged": True}}
+_CLIENT_INFO: dict[str, Any] = {"name": "mcp-gateway", "version": "0.1.0"}
 
 
 class MCPConnector(Connector):
@@ -76,6 +90,8 @@ class MCPConnector(Connector):
         self._client_locks: dict[str, asyncio.Lock] = {}
         self._bindings: dict[UpstreamSession, SessionHandle] = {}
         self._template_res: tuple[Any, ...] = ()
+        self._header_schemas: dict[str, Any] = {}  # tools with x-mcp-header parameters: their inputSchema
+        self._listener: Listener | None = None
         self._caps: set[str] | None = None
         self._progress: dict[str, Relay] = {}
         self._tokens = itertools.count(1)
@@ -125,6 +141,9 @@ class MCPConnector(Connector):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+        if self._listener is not None:
+            await self._listener.stop()
+            self._listener = None
         sessions = [s for s in (self._shared, *self._clients.values()) if s is not None]
         self._shared = None
         self._clients.clear()
@@ -153,38 +172,24 @@ class MCPConnector(Connector):
         return set(mapping.ALL_CAPABILITIES) if self._caps is None else set(self._caps)
 
     # -- sessions ------------------------------------------------------------------------------
-    def _transport_factory(self) -> Callable[[Deliver, OnLost], ClientTransport]:
-        cfg = self.config
-        if cfg.transport == "stdio":
-            # The child runs in the config file's folder unless told otherwise, and a relative
-            # command path resolves there too, so a config works from whatever directory it is served.
-            cwd = self.base_dir if cfg.cwd is None else Path(cfg.cwd)
-            if not cwd.is_absolute():
-                cwd = self.base_dir / cwd
-            command = cfg.command or ""
-            if "/" in command and not Path(command).is_absolute():
-                command = str((self.base_dir / command).resolve())
-            return lambda deliver, lost: StdioTransport(self.name, deliver, lost, command=command, args=cfg.args,
-                                                        env=cfg.env, cwd=str(cwd), inherit_env=cfg.inherit_env)
-        assert cfg.url is not None
-        url = cfg.url
-        if cfg.transport == "sse":
-            assert self._http is not None
-            http = self._http
-            return lambda deliver, lost: LegacySSETransport(self.name, deliver, lost, url=url, headers=cfg.headers,
-                                                            http=http, connect_timeout_s=cfg.connect_timeout_s)
-        return lambda deliver, lost: StreamableHTTPTransport(self.name, deliver, lost, url=url, headers=cfg.headers,
-                                                             connect_timeout_s=cfg.connect_timeout_s)
+    def _transport_factory(self) -> TransportFactory:
+        return transport_factory(self.name, self.config, self.base_dir, self._http)
 
     async def _open_session(self, capabilities: dict[str, Any]) -> UpstreamSession:
-        session = UpstreamSession(self.name, self._transport_factory(), self,
-                                  client_info={"name": "mcp-gateway", "version": "0.1.0"},
+        """A legacy upstream session of one downstream session (``per_client``)."""
+        session = UpstreamSession(self.name, self._transport_factory(), self, client_info=_CLIENT_INFO,
                                   capabilities=capabilities)
         await session.open(self.config.connect_timeout_s)
         return session
 
     async def _connect(self) -> None:
-        session = await self._open_session(_SHARED_CLIENT_CAPS)
+        cfg = self.config
+        session = UpstreamSession(self.name, self._transport_factory(), self, client_info=_CLIENT_INFO,
+                                  capabilities=_SHARED_CLIENT_CAPS)
+        stamp = modern.ModernStamp(modern.modern_capabilities(_SHARED_CLIENT_CAPS), _CLIENT_INFO,
+                                   http=cfg.transport == "streamable_http")
+        await open_upstream(session, "legacy" if cfg.transport == "sse" else cfg.protocol, stamp,
+                            connect_timeout_s=cfg.connect_timeout_s, probe_timeout_s=cfg.probe_timeout_s)
         try:
             listings = await fetch_listings(session, ALL_LISTINGS, self._timeout or 30.0, self.config.max_pages)
         except BaseException as exc:
@@ -201,17 +206,29 @@ class MCPConnector(Connector):
         self._shared = session
         caps = mapping.capability_set(session.server_capabilities)
         self._caps = caps if self._caps is None else self._caps | caps
-        self._apply(listings)
-        for uri in list(self._subscribed):
-            self._spawn(self._quiet(session.request("resources/subscribe", {"uri": uri}, timeout_s=10)))
+        self._apply(listings, session.modern)
+        if session.modern:
+            # Changes made while nobody listened are missed: a listen opened again re-lists.
+            self._listener = Listener(session, initial_s=cfg.reconnect_initial_s, max_s=cfg.reconnect_max_s,
+                                      on_reopened=lambda: self._schedule_refresh(set(ALL_LISTINGS)))
+            self._listener.start(self._subscribed)
+        else:
+            for uri in list(self._subscribed):
+                self._spawn(self._quiet(session.request("resources/subscribe", {"uri": uri}, timeout_s=10)))
         self._set_health(True, f"connected ({session.protocol_version})")
         if self.events is not None:
             self.events.components_changed()
 
-    def _apply(self, listings: dict[str, list[Any]]) -> None:
+    def _apply(self, listings: dict[str, list[Any]], modern_upstream: bool) -> None:
         parts: dict[str, Any] = {}
+        if modern_upstream:
+            listings = {k: modern.definitions(v) for k, v in listings.items()}
+            if "tools" in listings:
+                listings["tools"] = modern.usable_tools(listings["tools"], self.name)
         if "tools" in listings:
-            parts["tools"] = mapping.tool_specs(listings["tools"])
+            parts["tools"] = tools = mapping.tool_specs(listings["tools"])
+            self._header_schemas = {t.name: t.definition["inputSchema"] for t in tools
+                                    if modern.has_header_params(t.definition.get("inputSchema"))}
         if "resources" in listings:
             parts["resources"] = mapping.resource_specs(listings["resources"])
         if "templates" in listings:
@@ -225,6 +242,7 @@ class MCPConnector(Connector):
     def _clear(self) -> None:
         self.components = Components()
         self._template_res = ()
+        self._header_schemas = {}
 
     # -- SessionHandler: what the upstream initiates -------------------------------------------
     def on_lost(self, session: UpstreamSession, reason: str) -> None:
@@ -237,6 +255,9 @@ class MCPConnector(Connector):
             return
         log.warning("upstream %s lost: %s", self.name, reason)
         self._shared = None
+        if self._listener is not None:
+            self._spawn(self._listener.stop())
+            self._listener = None
         self._spawn(session.close())
         self._clear()
         self._set_health(False, reason)
@@ -251,7 +272,7 @@ class MCPConnector(Connector):
                 ctx = relay.ctx
                 relay.push(lambda: ctx.progress(params.get("progress", 0), params.get("total"), params.get("message")))
         elif method == "notifications/message":
-            relay = owner if owner is not None else sole_owner(session)
+            relay = owner if isinstance(owner, Relay) else sole_owner(session)
             level, data, logger = params.get("level", "info"), params.get("data"), params.get("logger")
             if relay is not None:
                 ctx = relay.ctx
@@ -267,10 +288,13 @@ class MCPConnector(Connector):
             uri = params.get("uri")
             if isinstance(uri, str) and self.events is not None:
                 self.events.resource_updated(uri)
+        elif method == "notifications/subscriptions/acknowledged":
+            if self._listener is not None and session is self._shared:
+                self._listener.acknowledged(params, owner)
 
     async def on_request(self, session: UpstreamSession, method: str, params: dict[str, Any],
                          owner: Any) -> dict[str, Any]:
-        relay: Relay | None = owner if owner is not None else sole_owner(session)
+        relay: Relay | None = owner if isinstance(owner, Relay) else sole_owner(session)
         if relay is not None:
             ctx = relay.ctx
             return await ctx.session.request(method, params, related_request_id=ctx.request_id)
@@ -343,7 +367,7 @@ class MCPConnector(Connector):
                 return
             if session is not self._shared:
                 return  # lost meanwhile: stale listings must not resurrect its components
-            self._apply(listings)
+            self._apply(listings, session.modern)
             if self.events is not None:
                 self.events.components_changed()
 
@@ -354,13 +378,18 @@ class MCPConnector(Connector):
             session = self._shared
             if session is None or not session.alive:
                 continue
+            # 2026-07-28 has no ping: server/discover is the probe (and must still list the revision).
+            method = "server/discover" if session.modern else "ping"
             try:
-                await session.request("ping", None, timeout_s=min(interval, 10.0), cancellable=False)
+                result = await session.request(method, None, timeout_s=min(interval, 10.0), cancellable=False)
             except SessionExpired:
                 session.lose("upstream session expired")
             except ProtocolError as exc:
-                if exc.code != MethodNotFound.code:  # an upstream without ping is still up
-                    session.lose(f"health ping failed: {exc.message}")
+                if session.modern or exc.code != MethodNotFound.code:  # an upstream without ping is still up
+                    session.lose(f"health {'probe' if session.modern else 'ping'} failed: {exc.message}")
+            else:
+                if session.modern and LATEST_VERSION not in (result.get("supportedVersions") or ()):
+                    session.lose(f"upstream no longer lists protocol {LATEST_VERSION}")
 
     # -- components ----------------------------------------------------------------------------
     def owns_uri(self, uri: str) -> bool:
@@ -371,7 +400,7 @@ class MCPConnector(Connector):
         shared = self._shared
         if shared is None:
             raise BackendUnavailable(f"Upstream MCP server {self.name} is unavailable: {self._health.detail}")
-        if self.config.session == "shared":
+        if self.config.session == "shared" or shared.modern:
             return shared
         sid = ctx.session.id
         session = self._clients.get(sid)
@@ -395,7 +424,7 @@ class MCPConnector(Connector):
 
     async def _forward(self, method: str, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         # A CLIENT span per upstream request; its context travels in params._meta.traceparent.
-        with self.instrumentation.backend_call(*_span_of(method, params, self.instrumentation.recording)):
+        with self.instrumentation.backend_call(*mapping.span_of(method, params, self.instrumentation.recording)):
             return await self._forward_traced(method, params, ctx)
 
     async def _forward_traced(self, method: str, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -413,19 +442,42 @@ class MCPConnector(Connector):
         try:
             for attempt in (0, 1):
                 session = await self._session_for(ctx)
+                hints = None
+                sent = params
+                if session.modern:
+                    hints = self._hints(method, params, ctx)
+                    sent = modern.with_input_responses(method, dict(params), ctx.params)
                 try:
-                    result = await session.request(method, params, timeout_s=self._deadline(ctx), owner=relay)
+                    result = await session.request(method, sent, timeout_s=self._deadline(ctx), owner=relay,
+                                                   hints=hints)
                     break
                 except SessionExpired:
                     # The upstream forgot us (restart, idle expiry): initialize again, retry once.
                     session.lose("upstream session expired")
                     if attempt or self.config.session == "shared" and not await self._wait_reconnect():
                         raise BackendUnavailable(f"Upstream MCP server {self.name} expired the session") from None
+                except ProtocolError as exc:
+                    versions = modern.supported_versions(exc) if session.modern else None
+                    if versions is None:
+                        raise
+                    # A modern upstream that no longer speaks the revision was replaced: find its
+                    # era again, retry once.
+                    session.lose(f"upstream now supports only {', '.join(versions) or 'no known version'}")
+                    if attempt or not await self._wait_reconnect():
+                        raise BackendUnavailable(f"Upstream MCP server {self.name} changed its protocol "
+                                                 "version") from None
         finally:
             if token is not None:
                 del self._progress[token]
         await relay.drain()
         return result
+
+    def _hints(self, method: str, params: dict[str, Any], ctx: CallContext) -> Hints:
+        schema = self._header_schemas.get(params.get("name", "")) if method == "tools/call" else None
+        # The caller's capabilities: only it can answer what the upstream asks (the gateway passes
+        # an input request on, or asks the caller over its session), so the upstream must not ask
+        # for more, and must refuse (-32021) a call that needs what the caller lacks.
+        return Hints(modern.caller_log_level(ctx.session), schema, dict(ctx.session.client_capabilities or {}))
 
     async def _wait_reconnect(self) -> bool:
         task = self._reconnect_task
@@ -460,13 +512,19 @@ class MCPConnector(Connector):
         shared = self._shared
         if shared is None:
             raise BackendUnavailable(f"Upstream MCP server {self.name} is unavailable: {self._health.detail}")
+        if self._listener is not None and shared.modern:
+            # 2026-07-28: no resources/subscribe; the listen is re-opened with the new set.
+            await self._listener.update(self._subscribed, self._deadline(ctx) or 30.0)
+            return
         await self._subscription(shared, "resources/subscribe", uri, ctx)
 
     async def unsubscribe(self, uri: str, ctx: CallContext | None) -> None:
         # ctx is None when the gateway drops the last subscription of a closed session.
         self._subscribed.discard(uri)
         shared = self._shared
-        if shared is not None:
+        if self._listener is not None and shared is not None and shared.modern:
+            await self._listener.update(self._subscribed, 0)
+        elif shared is not None:
             await self._subscription(shared, "resources/unsubscribe", uri, ctx)
 
     async def _subscription(self, session: UpstreamSession, method: str, uri: str, ctx: CallContext | None) -> None:
@@ -484,7 +542,8 @@ class MCPConnector(Connector):
         """A downstream client's roots changed: tell the upstream session(s) that may ask for them."""
         targets = [self._clients.get(session.id)] if self.config.session == "per_client" else [self._shared]
         for upstream in targets:
-            if upstream is not None and upstream.alive:
+            # (2026-07-28 has no roots/list_changed: a modern upstream asks for roots per request.)
+            if upstream is not None and upstream.alive and not upstream.modern:
                 self._spawn(self._quiet(upstream.notify("notifications/roots/list_changed")))
 
     async def session_closed(self, session_id: str) -> None:
@@ -493,20 +552,3 @@ class MCPConnector(Connector):
         if session is not None:
             self._bindings.pop(session, None)
             await session.close()
-
-
-def _span_of(method: str, params: dict[str, Any], recording: bool) -> tuple[str, dict[str, Any] | None]:
-    """Name and attributes of the CLIENT span of an upstream request, as the MCP semantic
-    conventions ask (``tools/call {tool}``, ``mcp.method.name``, ``gen_ai.tool.name`` ...)."""
-    if not recording:
-        return method, None
-    name = params.get("name") if method in ("tools/call", "prompts/get") else None
-    attrs: dict[str, Any] = {"mcp.method.name": method}
-    if method == "tools/call":
-        attrs["gen_ai.tool.name"] = name
-        attrs["gen_ai.operation.name"] = "execute_tool"
-    elif method == "prompts/get":
-        attrs["gen_ai.prompt.name"] = name
-    elif isinstance(params.get("uri"), str):
-        attrs["mcp.resource.uri"] = params["uri"]
-    return (f"{method} {name}" if isinstance(name, str) else method), attrs

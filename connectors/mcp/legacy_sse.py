@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urljoin
 
@@ -80,7 +81,7 @@ class LegacySSETransport(ClientTransport):
                 self._endpoint.exception()  # retrieved here so an unawaited failure is not logged
             self._lose(reason)
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
         if not self.is_open or self.post_url is None:
             raise TransportClosed(f"upstream {self.name} is disconnected")
         try:

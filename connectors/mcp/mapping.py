@@ -5,9 +5,12 @@
 * RFC 6570 URI templates → regular expressions, so :meth:`MCPConnector.owns_uri` can claim URIs
   that only a template describes;
 * the ``_meta`` of a forwarded request: the downstream progress token is replaced by the
-  gateway's own upstream token (concurrent sessions may use the same token values), every other
-  key — ``traceparent`` included — passes through;
-* the server capabilities an upstream declared → the connector's capability set.
+  gateway's own upstream token (concurrent sessions may use the same token values), the
+  2026-07-28 per-request fields of the downstream hop (protocol version, client capabilities and
+  info, log level) are dropped (a modern upstream gets the gateway's own), every other key —
+  ``traceparent`` included — passes through;
+* the server capabilities an upstream declared → the connector's capability set;
+* an upstream request → the name and attributes of its CLIENT span (MCP semantic conventions).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from connectors.base import PromptSpec, ResourceSpec, ResourceTemplateSpec, ToolSpec
+from gateway.protocol.meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
 
 __all__ = [
     "tool_specs",
@@ -27,9 +31,13 @@ __all__ = [
     "outgoing_meta",
     "capability_set",
     "ALL_CAPABILITIES",
+    "RESERVED_META",
+    "span_of",
 ]
 
 ALL_CAPABILITIES = frozenset({"tools", "resources", "prompts", "completions", "subscribe"})
+# _meta keys that describe one hop (2026-07-28): the caller's never travel upstream.
+RESERVED_META = frozenset({PROTOCOL_VERSION, CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL})
 
 
 def _dicts(items: Iterable[Any], key: str) -> list[dict[str, Any]]:
@@ -97,7 +105,7 @@ def template_regex(uri_template: str) -> re.Pattern[str]:
 def outgoing_meta(meta: Any, upstream_token: str | None, traceparent: str | None) -> dict[str, Any] | None:
     """The ``_meta`` to send upstream, or None when there is nothing to send."""
     if isinstance(meta, dict) and meta:
-        out = {k: v for k, v in meta.items() if k != "progressToken"}
+        out = {k: v for k, v in meta.items() if k != "progressToken" and k not in RESERVED_META}
     else:
         out = {}
     if upstream_token is not None:
@@ -116,3 +124,20 @@ def capability_set(server_capabilities: dict[str, Any]) -> set[str]:
     if isinstance(resources, dict) and resources.get("subscribe"):
         caps.add("subscribe")
     return caps
+
+
+def span_of(method: str, params: dict[str, Any], recording: bool) -> tuple[str, dict[str, Any] | None]:
+    """Name and attributes of the CLIENT span of an upstream request, as the MCP semantic
+    conventions ask (``tools/call {tool}``, ``mcp.method.name``, ``gen_ai.tool.name`` ...)."""
+    if not recording:
+        return method, None
+    name = params.get("name") if method in ("tools/call", "prompts/get") else None
+    attrs: dict[str, Any] = {"mcp.method.name": method}
+    if method == "tools/call":
+        attrs["gen_ai.tool.name"] = name
+        attrs["gen_ai.operation.name"] = "execute_tool"
+    elif method == "prompts/get":
+        attrs["gen_ai.prompt.name"] = name
+    elif isinstance(params.get("uri"), str):
+        attrs["mcp.resource.uri"] = params["uri"]
+    return (f"{method} {name}" if isinstance(name, str) else method), attrs

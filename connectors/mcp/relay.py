@@ -55,10 +55,10 @@ async def _after(prev: asyncio.Task[None] | None, make: Callable[[], Coroutine[A
 def sole_owner(session: UpstreamSession) -> Relay | None:
     """For messages no transport relates to a request (stdio, legacy SSE): the newest request in
     flight, provided every request in flight comes from the same downstream session."""
-    owners = session.owners()
+    owners = [o for o in session.owners() if isinstance(o, Relay)]  # (not the listen request's)
     if not owners:
         return None
     sid = owners[-1].ctx.session.id
     if all(o.ctx.session.id == sid for o in owners):
-        return owners[-1]  # type: ignore[no-any-return]
+        return owners[-1]
     return None

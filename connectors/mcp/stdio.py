@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from gateway.protocol.jsonrpc import dumps
@@ -96,7 +97,7 @@ class StdioTransport(ClientTransport):
                 return
             self._stderr_log.info("%s", line.decode("utf-8", "replace").rstrip())
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
         proc = self._proc
         if proc is None or proc.stdin is None or not self.is_open:
             raise TransportClosed(f"upstream {self.name} is not running")

@@ -13,6 +13,12 @@ on a request carrying our session id raises :class:`SessionExpired`; the session
 
 Each transport (one upstream session) has its own :class:`~connectors.mcp.http1.HTTP1Client`: its
 connections and cookies live and die with the session. A 3xx is reported, not followed.
+
+Stateless mode (``stateless = True``, 2026-07-28): no session id, no GET stream, no resumption
+(the revision has none), and a connection failure fails that one request without declaring the
+upstream lost (there is nothing to lose: the health probe decides whether it is down). Closing a
+request's response stream (the caller cancelled, or timed out) is how the upstream learns of the
+cancellation. ``send`` adds the request's own metadata headers to the static ones.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from gateway.protocol.errors import BackendUnavailable
@@ -32,6 +39,7 @@ from .transport import (
     MAX_LINE,
     ClientTransport,
     Deliver,
+    HTTPStatusError,
     OnLost,
     SessionExpired,
     TransportClosed,
@@ -88,16 +96,15 @@ class StreamableHTTPTransport(ClientTransport):
             self._set_header("MCP-Protocol-Version", self.protocol_version)
         self._get_task = asyncio.create_task(self._get_stream(), name=f"mcp-http-get-{self.name}")
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
         if not self.is_open:
             raise TransportClosed(f"upstream {self.name} is disconnected")
         rid = message.get("id") if "method" in message else None
+        block = self._header_block if not headers else self._header_block + header_block(headers)
         try:
-            resp = await self._http.request("POST", self._header_block, dumps(message))
+            resp = await self._http.request("POST", block, dumps(message))
         except _CONN_ERRORS as exc:
-            reason = f"cannot reach upstream {self.name} at {self._url}: {exc}"
-            self._lose(reason)
-            raise TransportClosed(reason) from None
+            raise self._unreachable(exc) from None
         handed_off = False
         try:
             status = resp.status
@@ -106,13 +113,13 @@ class StreamableHTTPTransport(ClientTransport):
             if status == 404 and self.session_id is not None:
                 raise SessionExpired(f"upstream {self.name} expired session {self.session_id}")
             sid = resp.headers.get("mcp-session-id")
-            if sid and sid != self.session_id:
+            if sid and sid != self.session_id and not self.stateless:
                 self.session_id = sid
                 self._set_header("mcp-session-id", sid)
             if 300 <= status < 400:
                 location = resp.headers.get("location")
                 moved = f" (to {location}: set the connector's url to it)" if location else ""
-                raise BackendUnavailable(f"upstream {self.name} answered HTTP {status}{moved}")
+                raise HTTPStatusError(f"upstream {self.name} answered HTTP {status}{moved}", status)
             if resp.headers.get("content-type", "").startswith("text/event-stream"):
                 if rid is None:
                     return
@@ -133,12 +140,16 @@ class StreamableHTTPTransport(ClientTransport):
                 raise BackendUnavailable(f"upstream {self.name} answered HTTP {status} ({kind}) without a "
                                          "JSON-RPC response to the request")
         except _CONN_ERRORS as exc:
-            reason = f"cannot reach upstream {self.name} at {self._url}: {exc}"
-            self._lose(reason)
-            raise TransportClosed(reason) from None
+            raise self._unreachable(exc) from None
         finally:
             if not handed_off:
                 resp.release()
+
+    def _unreachable(self, exc: BaseException) -> TransportClosed:
+        reason = f"cannot reach upstream {self.name} at {self._url}: {exc}"
+        if not self.stateless:
+            self._lose(reason)
+        return TransportClosed(reason)
 
     def _deliver_error_body(self, body: bytes, rid: Any, status: int) -> None:
         """A 4xx/5xx: pass a JSON-RPC error for our request through, otherwise fail with the status."""
@@ -153,7 +164,7 @@ class StreamableHTTPTransport(ClientTransport):
             return
         if rid is not None:
             hint = " (check the credentials in its headers)" if status in (401, 403) else ""
-            raise BackendUnavailable(f"upstream {self.name} answered HTTP {status}{hint}")
+            raise HTTPStatusError(f"upstream {self.name} answered HTTP {status}{hint}", status)
 
     async def _read_stream(self, resp: HTTPResponse, rid: Any) -> bool:
         """Deliver events until our response arrives; resume with Last-Event-ID if cut short."""
@@ -161,7 +172,7 @@ class StreamableHTTPTransport(ClientTransport):
         if await self._consume(resp, decoder, rid):
             return True
         attempts = 0
-        while decoder.last_event_id is not None and self.is_open and attempts < 5:
+        while decoder.last_event_id is not None and self.is_open and not self.stateless and attempts < 5:
             attempts += 1
             await asyncio.sleep((decoder.retry_ms if decoder.retry_ms is not None else 500) / 1000)
             again = await self._http.request("GET", self._block("text/event-stream", decoder.last_event_id))

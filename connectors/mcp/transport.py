@@ -9,7 +9,12 @@ session it belongs to spawns tasks for anything slow.
 When the upstream goes away on its own (process exit, event stream closed, connection refused)
 the transport calls ``on_lost(reason)`` exactly once; after that ``send`` raises
 :class:`TransportClosed`. :class:`SessionExpired` (HTTP 404 on a known session id) asks the owner
-to re-initialize transparently.
+to re-initialize transparently. A stateless (2026-07-28) HTTP transport has no connection to
+lose: a failed request raises :class:`TransportClosed` for that request only.
+
+``send`` takes optional extra headers for that one message (the 2026-07-28 request metadata
+headers); transports without headers ignore them. An HTTP error status without a JSON-RPC error
+body raises :class:`HTTPStatusError`, which era detection reads.
 """
 
 from __future__ import annotations
@@ -17,11 +22,13 @@ from __future__ import annotations
 import abc
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["Deliver", "OnLost", "TransportClosed", "SessionExpired", "ClientTransport", "decode_payload",
-           "MAX_LINE"]
+from gateway.protocol.errors import BackendUnavailable
+
+__all__ = ["Deliver", "OnLost", "TransportClosed", "SessionExpired", "HTTPStatusError", "ClientTransport",
+           "decode_payload", "MAX_LINE"]
 
 log = logging.getLogger("connectors.mcp")
 
@@ -39,6 +46,14 @@ class TransportClosed(Exception):
 
 class SessionExpired(TransportClosed):
     """The upstream no longer knows our session (Streamable HTTP 404): initialize again."""
+
+
+class HTTPStatusError(BackendUnavailable):
+    """The upstream answered a request with an HTTP error status and no JSON-RPC error."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def decode_payload(data: bytes | str, deliver: Deliver, related: str | int | None, name: str) -> bool:
@@ -71,6 +86,8 @@ class ClientTransport(abc.ABC):
         self._initialized = False
         # Negotiated by the session after initialize; HTTP transports send it as a header.
         self.protocol_version: str | None = None
+        # 2026-07-28 over HTTP: requests stand alone (streamable_http.py); unused elsewhere.
+        self.stateless = False
 
     @property
     def is_open(self) -> bool:
@@ -88,8 +105,9 @@ class ClientTransport(abc.ABC):
         """Open the connection; raises TransportClosed (with a readable reason) on failure."""
 
     @abc.abstractmethod
-    async def send(self, message: dict[str, Any]) -> None:
-        """Send one message. For HTTP requests this returns once the response was delivered."""
+    async def send(self, message: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
+        """Send one message (with ``headers`` where the transport has headers). For HTTP requests
+        this returns once the response was delivered."""
 
     def initialized(self) -> None:
         """The initialize handshake completed (Streamable HTTP opens its GET stream here)."""

@@ -95,3 +95,18 @@ async def test_2026_requirements_directly_against_the_sdk_reference(era: str, tm
     assert run.scored is not None and set(run.scenarios) >= run.scored, "a required scenario did not run"
     passing = run.passing()
     assert len(passing) >= REFERENCE_2026_PASSES, f"{len(passing)} scored scenarios pass:\n{run.report()}"
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("upstream, era", [("streamable_http", "dual"), ("streamable_http", "modern"),
+                                           ("stdio", "dual")])
+async def test_2026_requirements_through_the_gateway(upstream: str, era: str, tmp_path: Path) -> None:
+    """Every scored 2026-07-28 scenario the reference passes directly (all of them: see
+    REFERENCE_2026_PASSES) passes with the gateway in front of it, chaining it unprefixed."""
+    async with through_gateway(upstream, era) as url:
+        run = await harness.run_server(url, tmp_path, requirement=MODERN)
+    print(f"conformance {harness.NEXT.version} --requirements {MODERN} through the gateway "
+          f"({upstream} upstream served {era}):\n{run.report()}")
+    assert run.scored is not None and set(run.scored) <= set(run.scenarios), "a required scenario did not run"
+    assert set(run.passing()) >= set(run.scored), run.report()
+    assert len(run.scored) >= REFERENCE_2026_PASSES

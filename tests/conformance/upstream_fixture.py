@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 from mcp import MCPError, types
 from mcp.server import ServerRequestContext
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve, Sample
 from mcp.server.mcpserver.prompts.base import Prompt, UserMessage
 from pydantic import BaseModel, Field
 
@@ -113,12 +113,13 @@ async def test_tool_with_progress(ctx: Context) -> str:
     return str(meta.get("progress_token", 0) if meta else 0)
 
 
+def _ask_llm(prompt: str) -> Sample:
+    return Sample([types.SamplingMessage(role="user", content=_text(prompt))], max_tokens=100)
+
+
 @mcp.tool()
-async def test_sampling(prompt: str, ctx: Context) -> str:
+async def test_sampling(prompt: str, result: Annotated[types.CreateMessageResult, Resolve(_ask_llm)]) -> str:
     """Asks the client for an LLM completion of `prompt`."""
-    result = await ctx.session.create_message(
-        messages=[types.SamplingMessage(role="user", content=_text(prompt))], max_tokens=100,
-        related_request_id=ctx.request_id)
     content = result.content
     return f"LLM response: {content.text if isinstance(content, types.TextContent) else 'No response'}"
 
@@ -128,10 +129,14 @@ class UserResponse(BaseModel):
     email: str = Field(description="User's email address")
 
 
+def _ask_user(message: str) -> Elicit[UserResponse]:
+    return Elicit(message, UserResponse)
+
+
 @mcp.tool()
-async def test_elicitation(message: str, ctx: Context) -> str:
+async def test_elicitation(message: str,
+                           result: Annotated[ElicitationResult[UserResponse], Resolve(_ask_user)]) -> str:
     """Asks the user for input."""
-    result = await ctx.elicit(message=message, schema=UserResponse)
     content = result.data.model_dump_json() if result.action == "accept" else "{}"
     return f"User response: action={result.action}, content={content}"
 
@@ -145,10 +150,14 @@ class Defaults(BaseModel):
     verified: bool = Field(default=True, description="Verification status")
 
 
+def _ask_defaults() -> Elicit[Defaults]:
+    return Elicit("Please provide user information", Defaults)
+
+
 @mcp.tool()
-async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+async def test_elicitation_sep1034_defaults(
+        result: Annotated[ElicitationResult[Defaults], Resolve(_ask_defaults)]) -> str:
     """Elicitation whose schema has defaults for every primitive type (SEP-1034)."""
-    result = await ctx.elicit(message="Please provide user information", schema=Defaults)
     content = result.data.model_dump_json() if result.action == "accept" else "{}"
     return f"Elicitation completed: action={result.action}, content={content}"
 
@@ -168,10 +177,14 @@ class Enums(BaseModel):
         {"const": "value3", "title": "Third Choice"}]}})
 
 
+def _ask_enums() -> Elicit[Enums]:
+    return Elicit("Please select values using different enum schema types", Enums)
+
+
 @mcp.tool()
-async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+async def test_elicitation_sep1330_enums(
+        result: Annotated[ElicitationResult[Enums], Resolve(_ask_enums)]) -> str:
     """Elicitation with the five enum schema variants (SEP-1330)."""
-    result = await ctx.elicit(message="Please select values using different enum schema types", schema=Enums)
     content = result.data.model_dump_json() if result.action == "accept" else "{}"
     return f"Elicitation completed: action={result.action}, content={content}"
 

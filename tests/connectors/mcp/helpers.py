@@ -81,6 +81,7 @@ class DummySession:
         self.protocol_version = "2025-11-25"
         self.client_info = {"name": sid, "version": "1"}
         self.client_capabilities = capabilities if capabilities is not None else {"sampling": {}}
+        self.log_level: str | None = "info"  # a legacy session's default (a modern request: None or its own)
         self.notifications: list[tuple[str, dict[str, Any], Any]] = []
         self.requests: list[tuple[str, dict[str, Any], Any]] = []
         self._on_request = on_request
@@ -116,9 +117,11 @@ class Events:
 
     def resource_updated(self, uri: str) -> None:
         self.updated.append(uri)
+        self.signal.pulse()
 
     def log(self, level: str, data: Any, logger: str | None = None) -> None:
         self.logs.append((level, data, logger))
+        self.signal.pulse()
 
     def health_changed(self, health: Health) -> None:
         self.health.append(health)

@@ -1,4 +1,9 @@
-"""The MCP connector against real SDK upstreams, driven directly (no gateway around it)."""
+"""The MCP connector against real SDK upstreams, driven directly (no gateway around it).
+
+The SDK upstreams are dual-era, so ``protocol: auto`` speaks 2026-07-28 to them; tests of what only
+the legacy revisions have (server→client requests over a session, session expiry, resumable
+streams, per-client sessions) force ``protocol: legacy``, and tests of what both eras must do run
+under both (test_modern.py has the rest of the 2026-07-28 behaviour)."""
 
 from __future__ import annotations
 
@@ -89,7 +94,7 @@ async def test_progress_tokens_are_rewritten_and_never_cross(transport: str) -> 
 
 
 async def test_sampling_is_routed_to_the_session_that_caused_it() -> None:
-    async with over("streamable_http") as (c, _events):
+    async with over("streamable_http", protocol="legacy") as (c, _events):
         a = DummySession("a", on_request=sampler("from a"))
         b = DummySession("b", on_request=sampler("from b"))
         results = await asyncio.gather(*(c.call_tool("sample", {"prompt": f"p{i}"}, make_ctx(s))
@@ -102,7 +107,7 @@ async def test_sampling_is_routed_to_the_session_that_caused_it() -> None:
 
 
 async def test_sampling_without_client_capability_is_an_error_for_the_upstream() -> None:
-    async with over("stdio") as (c, _events):
+    async with over("stdio", protocol="legacy") as (c, _events):
         s = DummySession("nocaps", capabilities={})  # its request() raises MethodNotFound
         result = await c.call_tool("sample", {"prompt": "p"}, make_ctx(s))
         assert result.get("isError") is True
@@ -110,7 +115,7 @@ async def test_sampling_without_client_capability_is_an_error_for_the_upstream()
 
 
 async def test_sampling_over_stdio_with_one_caller_is_routed() -> None:
-    async with over("stdio") as (c, _events):
+    async with over("stdio", protocol="legacy") as (c, _events):
         s = DummySession("a", on_request=sampler("solo"))
         result = await c.call_tool("sample", {"prompt": "p"}, make_ctx(s))
         assert result["content"][0]["text"] == "sampled: solo"
@@ -124,9 +129,12 @@ async def test_unattributable_upstream_request_is_refused() -> None:
             await c.on_request(session, "roots/list", {}, None)
 
 
+@pytest.mark.parametrize("protocol", ["legacy", "modern"])
 @pytest.mark.parametrize("transport", ["stdio", "streamable_http"])
-async def test_cancellation_reaches_the_upstream(transport: str) -> None:
-    async with over(transport) as (c, _events):
+async def test_cancellation_reaches_the_upstream(transport: str, protocol: str) -> None:
+    # modern: notifications/cancelled on stdio, the closed response stream on HTTP
+    async with over(transport, protocol=protocol) as (c, _events):
+        assert c._shared is not None and c._shared.modern is (protocol == "modern")
         s = DummySession("a")
         task = asyncio.create_task(c.call_tool("hang", {"seconds": 30}, make_ctx(s)))
         await s.signal.wait(lambda: any(p.get("data") == "hanging" for _m, p, _r in s.notifications))
@@ -159,9 +167,10 @@ async def test_upstream_killed_mid_call_fails_fast_and_comes_back() -> None:
 
 @pytest.mark.parametrize("transport", ["sse", "streamable_http"])
 async def test_http_upstream_killed_and_restarted_on_the_same_port(transport: str) -> None:
+    # (A legacy session is lost with its connection; test_modern.py has the stateless revision.)
     port = free_port()
     async with upstream_http(transport, port=port) as (url, proc):
-        async with connector({"name": "up", "type": "mcp", "transport": transport, "url": url,
+        async with connector({"name": "up", "type": "mcp", "transport": transport, "url": url, "protocol": "legacy",
                               "reconnect_initial_s": 0.05, "reconnect_max_s": 0.5}) as (c, events):
             s = DummySession("a")
             os.kill(proc.pid, signal.SIGKILL)
@@ -176,7 +185,7 @@ async def test_http_upstream_killed_and_restarted_on_the_same_port(transport: st
 
 
 async def test_session_expiry_reinitializes_transparently() -> None:
-    async with over("streamable_http") as (c, _events):
+    async with over("streamable_http", protocol="legacy") as (c, _events):
         s = DummySession("a")
         transport = c._shared.transport  # type: ignore[union-attr]
         transport._set_header("mcp-session-id", "forgotten-session")  # type: ignore[attr-defined]
@@ -184,8 +193,11 @@ async def test_session_expiry_reinitializes_transparently() -> None:
         assert result["content"][0]["text"] == "again"
 
 
-async def test_pagination_is_followed_to_the_end() -> None:
-    async with over("stdio", "--tools", "25", "--page-size", "4") as (c, _events):
+@pytest.mark.parametrize("protocol", ["legacy", "modern"])
+async def test_pagination_is_followed_to_the_end(protocol: str) -> None:
+    async with over("stdio", "--tools", "25", "--page-size", "4", protocol=protocol) as (c, _events):
+        assert c._shared is not None and c._shared.protocol_version == ("2026-07-28" if protocol == "modern"
+                                                                         else "2025-11-25")
         names = [t.name for t in c.tools()]
         assert len([n for n in names if n.startswith("extra_")]) == 25 and "echo" in names
         assert len(names) == len(set(names))
@@ -202,7 +214,7 @@ async def test_dead_upstream_at_start_is_not_fatal() -> None:
 
 
 async def test_per_client_sessions_are_separate_and_released() -> None:
-    async with over("streamable_http", session="per_client") as (c, _events):
+    async with over("streamable_http", session="per_client", protocol="legacy") as (c, _events):
         a = DummySession("a", on_request=sampler("A"))
         b = DummySession("b", on_request=sampler("B"))
         await c.call_tool("echo", {"text": "1"}, make_ctx(a))
@@ -215,8 +227,9 @@ async def test_per_client_sessions_are_separate_and_released() -> None:
         assert set(c._clients) == {"b"}
 
 
-async def test_logs_during_a_call_go_to_its_session() -> None:
-    async with over("streamable_http") as (c, events):
+@pytest.mark.parametrize("protocol", ["legacy", "modern"])
+async def test_logs_during_a_call_go_to_its_session(protocol: str) -> None:
+    async with over("streamable_http", protocol=protocol) as (c, events):
         s = DummySession("a")
         await c.call_tool("log_then_echo", {"text": "x"}, make_ctx(s))
         logs = [p["data"] for m, p, _ in s.notifications if m == "notifications/message"]
@@ -231,9 +244,11 @@ async def test_upstream_errors_keep_their_code() -> None:
         assert info.value.code in (-32601, -32602)  # the SDK answers unknown methods with -32602
 
 
+@pytest.mark.parametrize("protocol", ["legacy", "modern"])
 @pytest.mark.parametrize("transport", ["stdio", "streamable_http"])
-async def test_list_changed_refetches_and_resource_updates_are_forwarded(transport: str) -> None:
-    async with over(transport) as (c, events):
+async def test_list_changed_refetches_and_resource_updates_are_forwarded(transport: str, protocol: str) -> None:
+    # modern: both arrive on subscriptions/listen, which subscribe/unsubscribe re-open
+    async with over(transport, protocol=protocol) as (c, events):
         s = DummySession("a")
         before = events.changed
         grown = await c.call_tool("grow", {}, make_ctx(s))
@@ -241,11 +256,18 @@ async def test_list_changed_refetches_and_resource_updates_are_forwarded(transpo
         await events.signal.wait(lambda: events.changed > before and name in {t.name for t in c.tools()})
         await c.subscribe("mem://static", make_ctx(s, "resources/subscribe"))
         touched = await c.call_tool("touch", {}, make_ctx(s))
-        assert touched["content"][0]["text"] == "mem://static"
+        if protocol == "legacy":  # (the upstream's resources/subscribe registry)
+            assert touched["content"][0]["text"] == "mem://static"
+        else:
+            listener = c._listener
+            assert listener is not None and listener.acknowledged_filter["resourceSubscriptions"] == ["mem://static"]
         await events.signal.wait(lambda: events.updated == ["mem://static"])
         await c.unsubscribe("mem://static", None)
         touched = await c.call_tool("touch", {}, make_ctx(s))
-        assert touched["content"] == [] or touched["content"][0]["text"] == ""
+        if protocol == "legacy":
+            assert touched["content"] == [] or touched["content"][0]["text"] == ""
+        else:
+            assert c._listener is listener and listener.uris == frozenset()
 
 
 async def test_request_timeout_fails_the_call_and_cancels_upstream() -> None:
@@ -293,7 +315,8 @@ async def test_stdio_child_gets_configured_env_but_not_gateway_secrets(monkeypat
 
 
 async def test_response_stream_cut_by_the_sdk_server_is_resumed() -> None:
-    async with over("streamable_http", "--resumable") as (c, _events):
+    # (2025 Streamable HTTP only: 2026-07-28 removed stream resumption.)
+    async with over("streamable_http", "--resumable", protocol="legacy") as (c, _events):
         s = DummySession("a")
         result = await c.call_tool("reconnect", {}, make_ctx(s))
         assert result["content"][0]["text"] == "survived the cut"
@@ -312,17 +335,17 @@ async def test_large_results_cross_every_transport(transport: str) -> None:
 async def test_an_unforeseen_error_while_connecting_does_not_end_reconnection(monkeypatch: pytest.MonkeyPatch) -> None:
     from connectors.mcp.client import UpstreamSession
 
-    real_open = UpstreamSession.open
+    real_connect = UpstreamSession.connect
     failures = 0
 
-    async def open_once_broken(self: UpstreamSession, timeout_s: float) -> None:
+    async def connect_once_broken(self: UpstreamSession, timeout_s: float) -> None:
         nonlocal failures
         if failures == 0:
             failures += 1
-            raise RuntimeError("a bug in the handshake")
-        await real_open(self, timeout_s)
+            raise RuntimeError("a bug in connecting")
+        await real_connect(self, timeout_s)
 
-    monkeypatch.setattr(UpstreamSession, "open", open_once_broken)
+    monkeypatch.setattr(UpstreamSession, "connect", connect_once_broken)
     async with connector(stdio_config("up", reconnect_initial_s=0.05, startup_wait_s=0)) as (c, events):
         await events.signal.wait(lambda: c.health().up)
         assert failures == 1 and "connecting" not in c.health().detail

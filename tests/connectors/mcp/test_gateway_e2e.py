@@ -2,7 +2,8 @@
 
 Upstreams: the SDK server of ``upstream_server.py`` over stdio, legacy SSE and Streamable HTTP,
 and ``@modelcontextprotocol/server-everything`` from npm over stdio (run with the Node binary in
-node_modules, offline).
+node_modules, offline). Tests that use the upstream's server→client requests over its session
+(``sample``) chain it with ``protocol: legacy``; test_chaining.py has the 2026-07-28 upstreams.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ async def test_sdk_upstream_through_the_gateway(transport: str) -> None:
         target = ""
         if transport != "stdio":
             target, _proc = await stack.enter_async_context(upstream_http(transport))
-        gw = await stack.enter_async_context(running_gateway(config(mcp_entry("up", transport, target))))
+        gw = await stack.enter_async_context(running_gateway(config(mcp_entry("up", transport, target,
+                                                                              protocol="legacy"))))
         session, rec = await stack.enter_async_context(client(gw.mcp_url))
         assert {"up_echo", "up_progress", "up_sample"} <= set(await all_tools(session))
         result = await session.call_tool("up_echo", {"text": "hello"})
@@ -173,7 +175,7 @@ async def test_two_sessions_progress_and_sampling_never_cross(transport: str) ->
             target, _proc = await stack.enter_async_context(upstream_http(transport))
         session_mode = "shared" if transport == "streamable_http" else "per_client"
         gw = await stack.enter_async_context(
-            running_gateway(config(mcp_entry("up", transport, target, session=session_mode))))
+            running_gateway(config(mcp_entry("up", transport, target, session=session_mode, protocol="legacy"))))
         clients = await stack.enter_async_context(AsyncExitStack())
         a, rec_a = await clients.enter_async_context(client(gw.mcp_url, "A"))
         b, rec_b = await clients.enter_async_context(client(gw.mcp_url, "B"))

@@ -1,6 +1,7 @@
 """Streamable HTTP details against a scripted upstream (aiohttp on loopback): static headers, the
 session id and protocol version headers, JSON responses, version negotiation, resumption of a cut
-response stream with Last-Event-ID."""
+response stream with Last-Event-ID, and an upstream that stops speaking 2026-07-28 (which no SDK
+server does: it answers UnsupportedProtocolVersion naming only legacy versions)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ class Scripted:
         self.token: str | None = None  # when set, requests without "Bearer <token>" get 401
         self.moved_to: str | None = None  # when set, every POST is redirected there
         self.html_calls = False  # when set, tools/call answers 200 with an HTML page
+        self.modern = False  # when set, it also serves 2026-07-28 requests (server/discover ...)
+        self.downgraded = False  # when set, 2026-07-28 requests get -32022 naming legacy versions only
 
     async def post(self, request: web.Request) -> web.StreamResponse:
         msg = await request.json()
@@ -41,6 +44,15 @@ class Scripted:
         if "id" not in msg:
             return web.Response(status=202)
         method = msg.get("method")
+        version = ((msg.get("params") or {}).get("_meta") or {}).get("io.modelcontextprotocol/protocolVersion")
+        if version == "2026-07-28" and self.modern and self.downgraded:
+            error = {"code": -32022, "message": "Unsupported protocol version",
+                     "data": {"supported": ["2025-11-25", "2025-03-26"], "requested": version}}
+            return web.json_response({"jsonrpc": "2.0", "id": msg["id"], "error": error}, status=400)
+        if method == "server/discover" and self.modern:
+            result = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                      "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "scripted", "version": "2"}}}
+            return web.json_response({"jsonrpc": "2.0", "id": msg["id"], "result": result})
         if method == "initialize":
             result = {"protocolVersion": self.version, "capabilities": {"tools": {}},
                       "serverInfo": {"name": "scripted", "version": "1"}}
@@ -99,14 +111,41 @@ async def test_headers_session_id_version_and_json_responses() -> None:
         assert c.health().up and [t.name for t in c.tools()] == ["hello"]
         result = await c.call_tool("hello", {}, make_ctx(DummySession("a")))
         assert result["content"][0]["text"] == "hi"
-        init_headers, init = server.posts[0]
+        # auto: the modern probe first; its -32601 (a legacy server's answer) means initialize.
+        probe_headers, probe = server.posts[0]
+        assert probe["method"] == "server/discover" and probe_headers["MCP-Protocol-Version"] == "2026-07-28"
+        assert probe_headers["Mcp-Method"] == "server/discover" and probe_headers["Authorization"] == "Bearer t0k"
+        init_headers, init = server.posts[1]
         assert init["params"]["protocolVersion"] == "2025-11-25"  # we offer the newest
+        assert "MCP-Protocol-Version" not in init_headers and "Mcp-Method" not in init_headers
         assert init_headers["Authorization"] == "Bearer t0k" and "Mcp-Session-Id" not in init_headers
         later_headers, _ = server.posts[-1]
         assert later_headers["Authorization"] == "Bearer t0k"
         assert later_headers["mcp-session-id"] == "sess-1"
         assert later_headers["MCP-Protocol-Version"] == "2025-03-26"  # what the upstream answered
         assert c.health().extra["protocol_version"] == "2025-03-26"
+
+
+async def test_an_upstream_that_stops_speaking_2026_is_found_legacy_and_the_call_retried() -> None:
+    server = Scripted()
+    server.modern = True
+    async with scripted(server) as (c, server):
+        assert c.health().extra["protocol_version"] == "2026-07-28"
+        assert c.health().extra["server"] == "scripted"
+        listener = c._listener  # it answers subscriptions/listen with -32601: not asked again
+        assert listener is not None and listener._task is not None
+        await listener._task
+        assert listener.unsupported
+        await c.subscribe("mem://x", make_ctx(DummySession("a"), "resources/subscribe"))  # no listen, no error
+        assert sum(m.get("method") == "subscriptions/listen" for _h, m in server.posts) == 1
+        server.downgraded = True
+        result = await c.call_tool("hello", {}, make_ctx(DummySession("a")))
+        assert result["content"][0]["text"] == "hi"
+        assert c.health().up and c.health().extra["protocol_version"] == "2025-03-26"
+        # the refused call, the era found again (legacy this time), the listing, the retried call
+        methods = [m.get("method") for _h, m in server.posts if m.get("method") != "resources/subscribe"]
+        assert methods[-6:] == ["tools/call", "server/discover", "initialize", "notifications/initialized",
+                                "tools/list", "tools/call"]
 
 
 async def test_unsupported_upstream_version_keeps_it_down() -> None:

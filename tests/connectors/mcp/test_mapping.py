@@ -45,6 +45,10 @@ def test_outgoing_meta_replaces_progress_token_and_keeps_the_rest() -> None:
     assert mapping.outgoing_meta(meta, None, None) == {"traceparent": "00-abc-def-01", "x": 1}
     assert mapping.outgoing_meta(None, None, "00-t-s-01") == {"traceparent": "00-t-s-01"}
     assert mapping.outgoing_meta({}, None, None) is None
+    # a 2026-07-28 caller's own per-request fields describe its hop, never the upstream's
+    hop = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/logLevel": "debug",
+           "io.modelcontextprotocol/clientCapabilities": {}, "io.modelcontextprotocol/clientInfo": {"name": "c"}}
+    assert mapping.outgoing_meta({**hop, "x": 1}, None, None) == {"x": 1}
 
 
 def test_specs_pass_definitions_through_and_skip_garbage() -> None:

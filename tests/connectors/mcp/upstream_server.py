@@ -10,6 +10,14 @@ resource ``mem://static``, a template ``mem://item/{id}``, a prompt ``greet``. `
 ``extra_000``... and paginates every tools/list by ``--page-size``; ``--ui TEXT`` adds an MCP Apps
 tool ``widget`` whose ``_meta.ui.resourceUri`` is ``ui://widget``; ``--resumable`` keeps SSE events so
 ``reconnect`` (which cuts its own response stream) can be resumed with ``Last-Event-ID``.
+
+For 2026-07-28 (modern) requests: with ``--mrtr``, ``ask_llm`` and ``ask_name`` answer with an
+InputRequiredResult (sampling, elicitation) until retried with the answer (and the
+``requestState`` they set), as do the prompt ``ask_prompt`` and the template ``ask://{id}``; ``grow`` and ``touch`` also publish to
+``subscriptions/listen`` streams; ``region_info`` has a parameter mirrored into the
+``Mcp-Param-Region`` header (the SDK checks it against the body) and ``headers`` returns the HTTP
+request headers it was sent with (JSON). ``--bad-header-tool`` adds a tool whose x-mcp-header
+annotation is invalid to the tools listing.
 """
 
 from __future__ import annotations
@@ -21,13 +29,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from mcp import MCPError, types
 from mcp.server import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from pydantic import Field
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # run as a script: the repo's tests package
 from tests.sdk_server import add_era_arguments, serve  # noqa: E402
@@ -159,7 +168,8 @@ def build(args: argparse.Namespace) -> MCPServer[Any]:
         name = f"grown_{len(grown)}"
         grown.append(name)
         mcp.add_tool(lambda: name, name=name, description="A tool added at run time")
-        await ctx.session.send_tool_list_changed()
+        await ctx.session.send_tool_list_changed()  # a legacy session (dropped at 2026-07-28)
+        await ctx.notify_tools_changed()  # subscriptions/listen streams
         return name
 
     @mcp.tool()
@@ -167,7 +177,71 @@ def build(args: argparse.Namespace) -> MCPServer[Any]:
         """Announce that mem://static changed (sent to subscribers only)."""
         if "mem://static" in subscribed:
             await ctx.session.send_resource_updated("mem://static")
+        await ctx.notify_resource_updated("mem://static")  # listen streams that asked for the URI
         return ",".join(sorted(subscribed))
+
+    # -- 2026-07-28: multi round-trip requests, request headers ------------------------------------
+    def _answer(ctx: Context, key: str) -> Any:
+        return (ctx.input_responses or {}).get(key)
+
+    def _elicit(message: str) -> types.ElicitRequest:
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        return types.ElicitRequest(params=types.ElicitRequestFormParams(message=message, requested_schema=schema))
+
+    def _elicited(ctx: Context) -> str | None:
+        answer = _answer(ctx, "who")
+        if isinstance(answer, types.ElicitResult) and answer.action == "accept" and answer.content:
+            return str(answer.content.get("name"))
+        return None
+
+    if args.mrtr:
+        @mcp.tool()
+        async def ask_llm(prompt: str, ctx: Context) -> str | types.InputRequiredResult:
+            """Ask the client's model (sampling, as an InputRequiredResult) and return its answer."""
+            answer = _answer(ctx, "llm")
+            if ctx.request_state == "asked-llm" and isinstance(answer, types.CreateMessageResult) \
+                    and isinstance(answer.content, types.TextContent):
+                return f"sampled: {answer.content.text}"
+            ask = types.CreateMessageRequest(params=types.CreateMessageRequestParams(
+                messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+                max_tokens=20))
+            return types.InputRequiredResult(input_requests={"llm": ask}, request_state="asked-llm")
+
+        @mcp.tool()
+        async def ask_name(ctx: Context) -> str | types.InputRequiredResult:
+            """Ask the user's name (elicitation), then greet."""
+            name = _elicited(ctx)
+            if name is None:
+                return types.InputRequiredResult(input_requests={"who": _elicit("Your name?")}, request_state="asked")
+            return f"Hello, {name}!"
+
+        @mcp.prompt()
+        def ask_prompt(ctx: Context) -> str | types.InputRequiredResult:
+            """A prompt that first asks the user's name."""
+            name = _elicited(ctx)
+            if name is None:
+                return types.InputRequiredResult(input_requests={"who": _elicit("Prompt for whom?")})
+            return f"A prompt for {name}"
+
+        @mcp.resource("ask://{id}", mime_type="text/plain")
+        def ask_resource(id: str, ctx: Context) -> str | types.InputRequiredResult:
+            """A resource that first asks the user's name."""
+            name = _elicited(ctx)
+            if name is None:
+                return types.InputRequiredResult(input_requests={"who": _elicit(f"Read {id} as whom?")})
+            return f"{id} read by {name}"
+
+    @mcp.tool()
+    def region_info(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})],
+                    query: str = "") -> str:
+        """A tool whose region is mirrored into the Mcp-Param-Region header."""
+        return f"{region}: {query}"
+
+    @mcp.tool()
+    def headers(ctx: Context, zone: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Zone"})] = "") -> str:
+        """The HTTP request headers this call arrived with (JSON; {} off HTTP)."""
+        found = getattr(ctx.request_context.request, "headers", None)
+        return json.dumps(dict(found) if found is not None else {})
 
     subscribed: set[str] = set()
 
@@ -217,11 +291,14 @@ def build(args: argparse.Namespace) -> MCPServer[Any]:
             return f"extra {i}"
         mcp.add_tool(extra, name=f"extra_{i:03d}", description=f"Extra tool {i}")
 
-    if args.tools:
+    bad = [types.Tool(name="bad_header", description="x-mcp-header on a number",
+                      input_schema={"type": "object", "properties": {
+                          "n": {"type": "number", "x-mcp-header": "N"}}})] if args.bad_header_tool else []
+    if args.tools or bad:
         page = args.page_size
 
         async def paged(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams) -> types.ListToolsResult:
-            tools = await mcp.list_tools()
+            tools = await mcp.list_tools() + bad
             start = int(params.cursor) if params.cursor else 0
             chunk = tools[start:start + page]
             nxt = str(start + page) if start + page < len(tools) else None
@@ -240,6 +317,8 @@ def main() -> None:
     parser.add_argument("--page-size", type=int, default=10)
     parser.add_argument("--resumable", action="store_true", help="keep SSE events for Last-Event-ID resumption")
     parser.add_argument("--ui", default="", help="serve an MCP Apps tool whose UI shows this text")
+    parser.add_argument("--mrtr", action="store_true", help="serve the tools, prompt and template that ask for input")
+    parser.add_argument("--bad-header-tool", action="store_true", help="list a tool with an invalid x-mcp-header")
     args = parser.parse_args()
     mcp = build(args)
     print(f"upstream-test pid {os.getpid()} transport {args.transport} era {args.era}", file=sys.stderr, flush=True)
