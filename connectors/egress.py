@@ -25,7 +25,8 @@ never to a second lookup of the name, so a DNS answer cannot change between the 
 connect (rebinding). For aiohttp, :meth:`EgressPolicy.client_session` wires this in: a resolver
 (names) plus a client middleware that checks each request's URL (scheme, IP literals and metadata
 names, which aiohttp connects to without asking a resolver). A client with its own sockets calls
-:meth:`EgressPolicy.resolve` and connects to an address it returns.
+:meth:`EgressPolicy.create_connection` instead of ``loop.create_connection`` (or
+:meth:`EgressPolicy.resolve`, then connects to an address it returned).
 
 Redirects: :meth:`EgressPolicy.request` follows a redirect only when the request is a GET or HEAD
 and the ``Location`` has the request's origin (scheme, host, port), at most ``max_redirects``
@@ -44,7 +45,8 @@ import contextlib
 import ipaddress
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from ssl import SSLContext
+from typing import Any, TypeVar
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -67,6 +69,7 @@ __all__ = [
 ]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+_P = TypeVar("_P", bound=asyncio.BaseProtocol)
 Lookup = Callable[[str, int, int], Awaitable[Sequence[str]]]
 """``await lookup(host, port, family)``: the addresses ``host`` resolves to (``family`` 0: any)."""
 
@@ -262,6 +265,23 @@ class EgressPolicy:
         for address in addresses:
             self.check_address(key, address, port)
         return addresses
+
+    async def create_connection(self, protocol_factory: Callable[[], _P], host: str, port: int, *,
+                                ssl: SSLContext | None = None) -> tuple[asyncio.Transport, _P]:
+        """``loop.create_connection`` for a client with its own sockets: ``host`` resolved and
+        checked by :meth:`resolve`, each checked address tried in turn; TLS still verifies ``host``
+        (SNI and the certificate's name)."""
+        loop = asyncio.get_running_loop()
+        server_hostname = host_key(host) if ssl is not None else None
+        failure: OSError | None = None
+        for address in await self.resolve(host, port):
+            try:
+                return await loop.create_connection(protocol_factory, address, port, ssl=ssl,
+                                                    server_hostname=server_hostname)
+            except OSError as exc:
+                failure = exc
+        assert failure is not None  # resolve() returns at least one address
+        raise failure
 
     # -- aiohttp -----------------------------------------------------------------------------
     def client_session(self, *, limit: int = 100, keepalive_timeout: float = 15.0,

@@ -5,6 +5,7 @@ tests/security/test_egress.py."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import textwrap
 from collections.abc import Sequence
@@ -208,3 +209,43 @@ def test_an_invalid_egress_block_names_its_path_and_line() -> None:
     assert "egress.allow_private (line 2)" in text and "allowed by name only" in text
     assert "connectors[0].egress.allow_hosts (line 7)" in text
     assert text.count("169.254.169.254") == 1  # the invalid default is reported once, not per connector
+
+
+async def test_create_connection_connects_only_to_checked_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seam for a client with its own sockets (the MCP connector's HTTP/1.1 client)."""
+    accepted: list[str] = []
+    arrived = asyncio.Event()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer.get_extra_info("sockname")[0])
+        arrived.set()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    loop = asyncio.get_running_loop()
+    tried: list[Any] = []
+    original = loop.create_connection
+
+    async def recording(*args: Any, **kwargs: Any) -> Any:
+        tried.append(args[1])
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "create_connection", recording)
+    dns = FakeDNS({"up.test": ["127.0.0.2", "127.0.0.1"], "meta.test": ["127.0.0.1", "169.254.169.254"]})
+    policy = EgressPolicy(EgressConfig(allow_private=["127.0.0.0/8"]), lookup=dns)
+    try:
+        # 127.0.0.2 refuses the connection (nothing listens there): the next checked address is tried.
+        transport, _ = await policy.create_connection(asyncio.Protocol, "up.test", port)
+        transport.close()
+        await asyncio.wait_for(arrived.wait(), 5)
+        assert tried == ["127.0.0.2", "127.0.0.1"]
+        with pytest.raises(EgressRefused):
+            await policy.create_connection(asyncio.Protocol, "meta.test", port)
+        with pytest.raises(EgressRefused):
+            await EgressPolicy(lookup=dns).create_connection(asyncio.Protocol, "up.test", port)
+        assert tried == ["127.0.0.2", "127.0.0.1"]  # nothing more was even tried
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert accepted == ["127.0.0.1"]

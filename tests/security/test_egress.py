@@ -265,6 +265,12 @@ async def test_a_host_name_resolving_to_link_local_is_refused_before_connecting(
                                  egress={"allow_private": ["0.0.0.0/0", "::/0"]}) as conn:
                 err = await _refused(conn, "key")
                 assert "a link-local or cloud metadata address" in err.message
+        # Obfuscated spellings of 127.0.0.1 are names to the rules, so they are resolved and checked
+        # (aiohttp refuses them outright); never the trusted literal origin they imitate.
+        for host in ("2130706433", "127.1", "0x7f.0.0.1", "017700000001"):
+            async with connector(spec_file, base_url=f"http://{host}:{port}/base") as conn:
+                with pytest.raises(ToolExecutionError):
+                    await conn.call_tool("key", {}, ctx())
     assert dns.asked.count("meta.test") == 1 and dns.asked.count("mixed.test") == 1
     assert connects == [("127.0.0.1", port)]  # nothing but the control was ever connected
     assert len(api.seen) == 1
