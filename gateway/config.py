@@ -7,7 +7,10 @@ Each connector entry is validated by the model of its own ``type`` (found throug
 ``ConnectorConfig`` live in :mod:`connectors.config`). Every problem is reported as
 ``connectors[2].spec (line 14): message``; :class:`ConfigError` carries all of them.
 
-Models are frozen, so ``==`` between two loads tells hot reload which connectors changed.
+Models are frozen, so ``==`` between two loads tells hot reload which connectors changed. The
+top-level ``egress:`` block is folded into each connector entry whose kind accepts one (the
+connector's own keys win), so a connector still receives only its own config, and a change of the
+gateway-wide block restarts exactly the connectors it applies to.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
-from connectors.config import ConnectorConfig, Model
+from connectors.config import ConnectorConfig, EgressConfig, Model
 from connectors.registry import KINDS, config_model
 from gateway.protocol.errors import ConfigError
 
@@ -38,6 +41,7 @@ __all__ = [
     "RateLimitConfig",
     "AuditConfig",
     "TelemetryConfig",
+    "EgressConfig",
     "GatewayConfig",
     "load_config",
     "parse_config",
@@ -169,6 +173,9 @@ class GatewayConfig(Model):
     rate_limits: RateLimitConfig = RateLimitConfig()
     audit: AuditConfig = AuditConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    # The default `egress:` of every connector kind that has one (openapi; mcp over HTTP): a
+    # connector's own block replaces the keys it sets and inherits the others.
+    egress: EgressConfig = EgressConfig()
     # Where the file was read from; relative paths in connector configs resolve against it.
     base_dir: str = "."
 
@@ -288,6 +295,7 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
     raw_connectors = raw.get("connectors") or []
     if not isinstance(raw_connectors, list):
         _raise([ConfigError("must be a list of connectors", "connectors", _line_for(("connectors",), lines))])
+    egress_default = _egress_default(raw.get("egress"))
     seen: dict[str, int] = {}
     for i, entry in enumerate(raw_connectors):
         where: PathKey = ("connectors", i)
@@ -299,8 +307,13 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
             errors.append(ConfigError(f"unknown connector type {kind!r} (expected one of {', '.join(KINDS)})",
                                       _format_path(where + ("type",)), _line_for(where + ("type",), lines)))
             continue
+        model = config_model(kind)
+        if egress_default and "egress" in model.model_fields:
+            own = entry.get("egress")
+            entry = {**entry, "egress": {**egress_default, **own} if isinstance(own, dict) else
+                     egress_default if own is None else own}
         try:
-            cfg = config_model(kind).model_validate(entry)
+            cfg = model.model_validate(entry)
         except ValidationError as exc:
             errors.extend(_errors_from(exc, where, lines))
             continue
@@ -316,6 +329,18 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
         errors.extend(_errors_from(exc, (), lines))
     _raise(errors)
     return config.model_copy(update={"connectors": tuple(connectors)})
+
+
+def _egress_default(raw: Any) -> dict[str, Any]:
+    """The top-level ``egress`` keys to fold into connector entries ({} when absent or invalid:
+    an invalid block is reported once, at its own path, by the model of the whole file)."""
+    if not isinstance(raw, dict):
+        return {}
+    try:
+        EgressConfig.model_validate(raw)
+    except ValidationError:
+        return {}
+    return raw
 
 
 def load_config(path: str | Path, env: dict[str, str] | None = None) -> GatewayConfig:

@@ -19,3 +19,8 @@ def test_readme_config_reference_validates() -> None:
     config = parse_config(block.group(1), env=env)
     assert [c.type for c in config.connectors] == ["static", "openapi", "sql", "mcp", "mcp"]
     assert config.rate_limits.rules and config.access and config.auth.jwt is not None
+    # The gateway-wide egress block reaches the openapi connector, whose own keys win.
+    petstore = config.connector("petstore")
+    assert config.egress.allow_private == ("10.0.0.0/8",) and config.egress.max_redirects == 3
+    assert petstore.egress.allow_private == ("10.0.0.0/8",)  # type: ignore[union-attr]
+    assert petstore.egress.allow_hosts == ("petstore.internal",)  # type: ignore[union-attr]

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 
-from connectors.config import ConnectorConfig, Model
+from connectors.config import ConnectorConfig, EgressConfig, Model
 
 __all__ = [
     "OpenAPIConfig",
@@ -113,3 +113,14 @@ class OpenAPIConfig(ConnectorConfig):
     retries: int = Field(2, ge=0, le=10)  # idempotent methods only
     validate_requests: bool = True
     headers: dict[str, str] = Field(default_factory=dict)  # sent on every request
+    # Where requests may go (spec, $refs, token, calls) and which redirects are followed; the
+    # gateway-wide `egress:` block fills the keys this one leaves out (connectors.egress).
+    egress: EgressConfig = EgressConfig()
+
+    @field_validator("headers")
+    @classmethod
+    def _header_lines(cls, value: dict[str, str]) -> dict[str, str]:
+        for k, v in value.items():
+            if any(c in k + v for c in "\r\n\0") or not k.strip():
+                raise ValueError(f"header {k!r}: a name and a value on one line (no CR, LF or NUL)")
+        return value
