@@ -19,3 +19,22 @@ def test_readme_config_reference_validates() -> None:
     config = parse_config(block.group(1), env=env)
     assert [c.type for c in config.connectors] == ["static", "openapi", "sql", "mcp", "mcp"]
     assert config.rate_limits.rules and config.access and config.auth.jwt is not None
+
+
+def test_readme_config_reference_names_the_hardening_keys() -> None:
+    """Issue 14: the keys of audit durability, the Redis breaker and the server→client request caps
+    are written out in the reference (not merely defaulted), with the defaults the code has."""
+    import yaml
+
+    from gateway.config import AuditConfig, RateLimitConfig, ServerRequestLimits
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(gateway:.*?)```", text, re.S)
+    assert block is not None
+    raw = yaml.safe_load(block.group(1))
+    assert raw["gateway"]["server_requests"] == ServerRequestLimits().model_dump()
+    limits = RateLimitConfig()
+    assert {k: raw["rate_limits"][k] for k in ("redis_timeout_s", "breaker_failures", "breaker_cooldown_s")} == \
+        {"redis_timeout_s": limits.redis_timeout_s, "breaker_failures": limits.breaker_failures,
+         "breaker_cooldown_s": limits.breaker_cooldown_s}
+    assert raw["audit"]["durability"] == AuditConfig().durability == "batch"
