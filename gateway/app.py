@@ -33,7 +33,7 @@ from gateway.audit.writer import AuditWriter
 from gateway.auth import Authenticator
 from gateway.auth.apikeys import secret_digests
 from gateway.catalog import Catalog
-from gateway.config import AuthConfig, GatewayConfig
+from gateway.config import AuthConfig, GatewayConfig, ServerRequestLimits
 from gateway.context import CallContext, LocalHandler, Principal
 from gateway.dispatch import MODERN_CATALOG_METHODS, CacheHints, Dispatcher
 from gateway.filters import Filter
@@ -354,6 +354,10 @@ class Gateway:
     @property
     def request_timeout_s(self) -> float:
         return self.config.gateway.request_timeout_s
+
+    @property
+    def server_request_limits(self) -> ServerRequestLimits:
+        return self.config.gateway.server_requests
 
     def capabilities(self) -> dict[str, Any]:
         return self.catalog.capabilities()

@@ -31,6 +31,7 @@ from gateway.protocol.errors import ConfigError
 __all__ = [
     "Model",
     "HttpConfig",
+    "ServerRequestLimits",
     "GatewaySection",
     "ConnectorConfig",
     "ApiKeyConfig",
@@ -64,6 +65,15 @@ class HttpConfig(Model):
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)
 
 
+class ServerRequestLimits(Model):
+    """Requests an upstream sends to the client through the gateway (sampling, elicitation, roots,
+    and their 2026-07-28 input requests); what is over a cap is refused to the upstream."""
+
+    max_per_call: int = Field(50, ge=0)  # over the whole call (every MRTR round counted)
+    max_per_session_per_s: float = Field(10.0, gt=0)  # refill rate of the session's bucket
+    burst: int = Field(20, ge=1)  # the bucket's size
+
+
 class GatewaySection(Model):
     name: str = "mcp-gateway"
     version: str = "0.1.0"
@@ -79,6 +89,7 @@ class GatewaySection(Model):
     shutdown_grace_s: float = Field(20.0, ge=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
+    server_requests: ServerRequestLimits = ServerRequestLimits()
 
 
 class ApiKeyConfig(Model):
@@ -143,6 +154,12 @@ class RateLimitConfig(Model):
     rules: tuple[RateLimitRule, ...] = ()
     # Redis key prefix: gateways sharing a prefix (and rules) share budgets.
     redis_prefix: str = "gw:rl"
+    # One Redis decision (connect, script) may take this long before on_backend_error applies.
+    redis_timeout_s: float = Field(0.05, gt=0, le=10)
+    # After this many failed decisions in a row the breaker opens: on_backend_error applies at
+    # once, without asking Redis, until one probe after breaker_cooldown_s succeeds.
+    breaker_failures: int = Field(3, ge=1)
+    breaker_cooldown_s: float = Field(2.0, gt=0)
 
 
 class AuditConfig(Model):
@@ -155,6 +172,10 @@ class AuditConfig(Model):
     batch_size: int = Field(500, ge=1)
     flush_interval_s: float = Field(0.2, gt=0)
     spill_path: str = "./audit.spill.jsonl"
+    # batch: events are committed in batches after their responses (a crash loses the last
+    # flush_interval_s). strict: a response waits until its event is committed to the store or
+    # fsync'd to the spill file (group commit: concurrent requests share one commit).
+    durability: Literal["batch", "strict"] = "batch"
 
 
 class TelemetryConfig(Model):
