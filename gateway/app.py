@@ -243,7 +243,7 @@ class Gateway:
             await self._metrics_server.cleanup()
             self._metrics_server = None
         if port is not None:
-            self._metrics_server = await start_metrics_server(self.config.gateway.http.host, port)
+            self._metrics_server = await start_metrics_server(self.config.gateway.http.host, port, self.health)
         self._metrics_port = port
 
     async def reload(self, new: GatewayConfig) -> dict[str, list[str]]:

@@ -63,6 +63,20 @@ class HttpConfig(Model):
     # still running after this long switches to SSE to carry them (not with json_response).
     keepalive_s: float = Field(15.0, gt=0)
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)
+    # Server limits (gateway/transports/http_server.py): a request's line and headers must arrive
+    # within header_timeout_s of its first byte, a POST body within body_timeout_s; an idle
+    # keep-alive connection is closed after keepalive_timeout_s (longer than a proxy's idle timeout).
+    header_timeout_s: float = Field(10.0, gt=0)
+    body_timeout_s: float = Field(30.0, gt=0)
+    keepalive_timeout_s: float = Field(75.0, gt=0)
+    # One header line (name and value) longer than this is refused with 431.
+    max_header_bytes: int = Field(8192, ge=1024, le=1024 * 1024)
+    # At the cap a new connection evicts the oldest idle one; when all are busy it gets 503.
+    max_connections: int = Field(4096, ge=1)
+    # Sessions (Streamable HTTP and legacy SSE) open at once, in all and per principal (without
+    # auth every caller is the one principal "anonymous").
+    max_sessions: int = Field(10_000, ge=1)
+    max_sessions_per_principal: int = Field(1000, ge=1)
 
 
 class ServerRequestLimits(Model):
