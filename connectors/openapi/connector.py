@@ -9,7 +9,8 @@ reports ``components_changed``. A spec that cannot be loaded raises :class:`load
 A call: arguments → :func:`request.build_request` → openapi-core validation (nothing is sent when it
 fails; the error names the argument) → credentials → HTTP with timeout, size limit and retries for
 idempotent methods only → a ``CallToolResult`` (text, plus ``structuredContent`` for JSON). Non-2xx
-raises ``ToolExecutionError(status=...)`` with the status and an excerpt of the body.
+raises ``ToolExecutionError(status=...)`` with the status and an excerpt of the body in its text
+and no ``structuredContent``, which could only contradict the tool's ``outputSchema``.
 
 Exceptions. What the libraries under this connector raise (aiohttp's errors and timeouts, the spec
 core's :class:`~refs.PointerError` and :class:`~request.ArgumentError`) becomes the gateway's
@@ -324,7 +325,8 @@ class OpenAPIConnector(Connector):
             errors = state.validator.errors(req, server_url(op.servers, self.config.server_variables)
                                             if op.servers else None)
             if errors:
-                raise ToolExecutionError(f"Invalid arguments for {op.name}: {describe(errors)}. No request was sent.",
+                raise ToolExecutionError(f"Invalid arguments for {op.name}: {describe(errors, state.validator.originals)}."
+                                         " No request was sent.",
                                          status="invalid_arguments")
         if self._http is None:
             raise BackendUnavailable(f"connector {self.name} is not running")
@@ -417,10 +419,12 @@ def _result(op: Operation, status: int, reason: str, content_type: str, data: by
             pass
     text = data.decode("utf-8", errors="replace") if (is_json or _is_textual(content_type, data)) else None
     if not 200 <= status < 300:
+        # Status and body go in the text only: a structuredContent here would have to match the
+        # tool's outputSchema (the success shape), and clients that validate it show the schema
+        # violation instead of the API's own message.
         excerpt = (text if text is not None else f"<{len(data)} bytes of {content_type}>")[:_EXCERPT]
-        structured = {"status": status, "body": parsed} if is_json else None
         raise ToolExecutionError(f"HTTP {status} {reason} from {op.method} {op.path}: {excerpt}".rstrip(": "),
-                                 status=status, structured=structured)
+                                 status=status)
     if not data:
         return {"content": [{"type": "text", "text": f"HTTP {status} {reason}".strip()}]}
     if is_json:

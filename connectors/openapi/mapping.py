@@ -25,7 +25,7 @@ from typing import Any
 from gateway.protocol.names import sanitize
 
 from .config import OpenAPIConfig, RouteRule, Selection
-from .refs import PointerError, SchemaConverter, escape_pointer
+from .refs import UNPORTABLE_NOTE, PointerError, SchemaConverter, escape_pointer
 
 __all__ = ["Arg", "Operation", "MappedSpec", "map_spec", "iter_operations", "pick_media_type",
            "HTTP_METHODS", "uri_template_for"]
@@ -193,8 +193,11 @@ class _Builder:
                 n += 1
         if isinstance(schema, dict):
             schema = dict(schema)
-            if description and "description" not in schema:
+            own = schema.get("description")
+            if description and own is None:
                 schema["description"] = description
+            elif description and isinstance(own, str) and own.startswith(UNPORTABLE_NOTE):
+                schema["description"] = f"{description}\n\n{own}"  # the parameter's words first
         self.props[name] = schema
         if required:
             self.required.append(name)
