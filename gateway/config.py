@@ -12,14 +12,17 @@ Models are frozen, so ``==`` between two loads tells hot reload which connectors
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
+from sqlalchemy.engine import make_url
 
 from connectors.config import ConnectorConfig, Model
 from connectors.registry import KINDS, config_model
@@ -42,7 +45,17 @@ __all__ = [
     "load_config",
     "parse_config",
     "interpolate",
+    "locate",
+    "PathKey",
 ]
+
+
+def _http_url(value: str, what: str) -> str:
+    """``value`` if it is an http(s) URL with a host; a clear error otherwise."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{what} must be an http:// or https:// URL")
+    return value
 
 
 class HttpConfig(Model):
@@ -73,6 +86,9 @@ class GatewaySection(Model):
     request_timeout_s: float = Field(60.0, gt=0)
     session_idle_timeout_s: float = Field(3600.0, gt=0)
     shutdown_grace_s: float = Field(20.0, ge=0)
+    # After SIGTERM a session stays open this long after its last request (within the grace
+    # period), so a client's follow-up (the SDK lists tools after a call) is still answered.
+    drain_linger_s: float = Field(3.0, ge=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
 
@@ -83,6 +99,26 @@ class ApiKeyConfig(Model):
     key: str | None = None
     key_file: str | None = None
     groups: tuple[str, ...] = ()
+
+    @field_validator("key_sha256")
+    @classmethod
+    def _hex_digest(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", value.strip()):
+            raise ValueError("key_sha256 must be 64 hexadecimal characters: the SHA-256 of the key "
+                             "(printf %s \"$KEY\" | sha256sum)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ApiKeyConfig:
+        if sum(1 for v in (self.key_sha256, self.key, self.key_file) if v) != 1:
+            raise ValueError("set exactly one of key_sha256, key, key_file")
+        return self
+
+    def digest(self) -> bytes | None:
+        """The SHA-256 of the key when the config alone tells it (not for ``key_file``)."""
+        if self.key_sha256:
+            return bytes.fromhex(self.key_sha256.strip())
+        return hashlib.sha256(self.key.encode()).digest() if self.key else None
 
 
 class JwtConfig(Model):
@@ -97,6 +133,20 @@ class JwtConfig(Model):
     # Unknown kid (key rotation) forces a refetch, but no more often than this.
     jwks_min_refresh_s: float = Field(10.0, ge=0)
 
+    @field_validator("jwks_url")
+    @classmethod
+    def _jwks_url(cls, value: str) -> str:
+        return _http_url(value, "jwks_url")
+
+    @field_validator("algorithms")
+    @classmethod
+    def _asymmetric(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # "none" and HMAC are never accepted (a public JWKS key must not become an HMAC secret).
+        if not set(value) & {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512",
+                             "EdDSA"}:
+            raise ValueError("algorithms must include an asymmetric algorithm (RS256, ES256, EdDSA ...)")
+        return value
+
 
 class AuthConfig(Model):
     api_keys: tuple[ApiKeyConfig, ...] = ()
@@ -109,6 +159,20 @@ class AuthConfig(Model):
     @property
     def enabled(self) -> bool:
         return bool(self.api_keys) or self.jwt is not None
+
+    @model_validator(mode="after")
+    def _one_principal_per_key(self) -> AuthConfig:
+        # The same key for two principals: a request would get whichever matches last.
+        seen: dict[bytes, str] = {}
+        for entry in self.api_keys:
+            digest = entry.digest()
+            if digest is None:
+                continue
+            other = seen.setdefault(digest, entry.name)
+            if other != entry.name:
+                raise ValueError(f"api_keys {other!r} and {entry.name!r} have the same key: "
+                                 "a key must identify one principal")
+        return self
 
 
 class AccessRule(Model):
@@ -134,11 +198,18 @@ class RateLimitRule(Model):
 
 
 class RateLimitConfig(Model):
-    backend: str = "memory"  # memory | redis://host:port/db
+    backend: str = "memory"  # memory | redis://host:port/db (rediss:// with TLS, unix:///path.sock)
     on_backend_error: Literal["open", "closed"] = "open"
     rules: tuple[RateLimitRule, ...] = ()
     # Redis key prefix: gateways sharing a prefix (and rules) share budgets.
     redis_prefix: str = "gw:rl"
+
+    @field_validator("backend")
+    @classmethod
+    def _backend(cls, value: str) -> str:
+        if value != "memory" and not (urlsplit(value).scheme in ("redis", "rediss", "unix") and "://" in value):
+            raise ValueError("backend must be memory, redis://HOST:PORT/DB, rediss://... or unix:///PATH")
+        return value
 
 
 class AuditConfig(Model):
@@ -150,7 +221,24 @@ class AuditConfig(Model):
     queue_size: int = Field(100_000, ge=100)
     batch_size: int = Field(500, ge=1)
     flush_interval_s: float = Field(0.2, gt=0)
+    # Where events go while the store is down (JSON lines, replayed into the store when it is back).
     spill_path: str = "./audit.spill.jsonl"
+
+    @field_validator("store")
+    @classmethod
+    def _store(cls, value: str) -> str:
+        text = value.strip()
+        if text in ("", "none"):
+            return value
+        try:
+            backend = make_url("postgresql" + text[len("postgres"):] if text.startswith("postgres://") else text)
+            name = backend.get_backend_name()
+        except Exception:
+            name = ""
+        if name not in ("sqlite", "postgresql"):  # never echo the URL: it may hold a password
+            raise ValueError("store must be sqlite:///PATH or postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DB "
+                             "(postgres:// and postgresql:// are read as postgresql+asyncpg://), or none")
+        return value
 
 
 class TelemetryConfig(Model):
@@ -159,6 +247,11 @@ class TelemetryConfig(Model):
     otlp_endpoint: str | None = None
     service_name: str = "mcp-gateway"
     trace_sample_ratio: float = Field(1.0, ge=0, le=1)
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _otlp(cls, value: str | None) -> str | None:
+        return value if value is None else _http_url(value, "otlp_endpoint (OTLP/HTTP)")
 
 
 class GatewayConfig(Model):
@@ -202,6 +295,12 @@ def _format_path(path: PathKey) -> str:
         else:
             text += ("." if text else "") + str(part)
     return text
+
+
+def locate(path: PathKey, lines: Mapping[PathKey, int]) -> tuple[str, int | None]:
+    """``("connectors", 2, "spec")`` → ``("connectors[2].spec", its line)``: for problems found
+    after loading (``load_config(..., lines=...)`` fills ``lines``)."""
+    return _format_path(path), _line_for(path, dict(lines))
 
 
 def _line_for(path: PathKey, lines: dict[PathKey, int]) -> int | None:
@@ -250,6 +349,8 @@ def _errors_from(exc: ValidationError, prefix: PathKey, lines: dict[PathKey, int
         message = err["msg"]
         if err["type"] == "extra_forbidden":
             message = "unknown key"
+        elif err["type"] == "value_error":
+            message = message.removeprefix("Value error, ")  # our own validators' words, as written
         out.append(ConfigError(message, _format_path(loc), _line_for(loc, lines)))
     return out
 
@@ -266,8 +367,10 @@ def _raise(errors: list[ConfigError]) -> None:
     raise first
 
 
-def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | None = None) -> GatewayConfig:
-    """Validate config text. Raises :class:`ConfigError` naming the path and line of each problem."""
+def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | None = None,
+                 lines: dict[PathKey, int] | None = None) -> GatewayConfig:
+    """Validate config text. Raises :class:`ConfigError` naming the path and line of each problem;
+    ``lines``, when given, receives the line of every path (see :func:`locate`)."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -276,7 +379,7 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
                           mark.line + 1 if mark else None) from None
     if node is None:
         raise ConfigError("the config file is empty")
-    lines: dict[PathKey, int] = {}
+    lines = {} if lines is None else lines
     _lines(node, (), lines)
     raw = yaml.safe_load(text)
     if not isinstance(raw, dict):
@@ -318,11 +421,12 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
     return config.model_copy(update={"connectors": tuple(connectors)})
 
 
-def load_config(path: str | Path, env: dict[str, str] | None = None) -> GatewayConfig:
+def load_config(path: str | Path, env: dict[str, str] | None = None,
+                lines: dict[PathKey, int] | None = None) -> GatewayConfig:
     """Read and validate a config file; relative paths inside resolve against its folder."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {p}: {exc.strerror or exc}") from None
-    return parse_config(text, base_dir=p.resolve().parent, env=env)
+    return parse_config(text, base_dir=p.resolve().parent, env=env, lines=lines)

@@ -197,6 +197,9 @@ class OpenAPIConnector(Connector):
     def health(self) -> Health:
         return self._health
 
+    def problems(self) -> tuple[str, ...]:
+        return self._state.mapped.warnings if self._state is not None else ()
+
     def capabilities(self) -> set[str]:
         caps = {"tools"}
         if self.config.routes:
@@ -253,6 +256,9 @@ class OpenAPIConnector(Connector):
         doc = await loader.bundle(doc, raw, self._source, self._fetch_url)
         old = self._state
         self._state = self._build_doc(doc, version)
+        for warning in self._state.mapped.warnings:
+            if old is None or warning not in old.mapped.warnings:
+                log.warning("openapi connector %s: %s", self.name, warning)
         self.components = Components(tools=self._state.tool_specs, resource_templates=self._state.template_specs)
         if old is not None and self.events is not None and _listing(old) != _listing(self._state):
             self.events.components_changed()

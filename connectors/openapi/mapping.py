@@ -28,7 +28,7 @@ from .config import OpenAPIConfig, RouteRule, Selection
 from .refs import UNPORTABLE_NOTE, PointerError, SchemaConverter, escape_pointer
 
 __all__ = ["Arg", "Operation", "MappedSpec", "map_spec", "iter_operations", "pick_media_type",
-           "HTTP_METHODS", "uri_template_for"]
+           "HTTP_METHODS", "uri_template_for", "unknown_operations"]
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
@@ -386,12 +386,26 @@ def _one(conv: SchemaConverter, cfg: OpenAPIConfig, path: str, method: str, item
     )
 
 
+def unknown_operations(doc: dict[str, Any], cfg: OpenAPIConfig) -> list[tuple[tuple[str | int, ...], str]]:
+    """Where the config names an operationId the document does not have, as (path in the
+    connector's config, operationId): an ``overrides`` key or an ``include``/``exclude``
+    ``operations`` entry that would silently do nothing."""
+    known = {op.get("operationId") for _, _, _, op in iter_operations(doc)}
+    found: list[tuple[tuple[str | int, ...], str]] = [(("overrides", name), name) for name in cfg.overrides
+                                                      if name not in known]
+    for section, selection in (("include", cfg.include), ("exclude", cfg.exclude)):
+        found += [((section, "operations", i), name) for i, name in enumerate(selection.operations)
+                  if name not in known]
+    return found
+
+
 def map_spec(doc: dict[str, Any], version: str, cfg: OpenAPIConfig, source: str = "spec") -> MappedSpec:
     """Map every selected operation. Raises ``PointerError`` naming the broken ``$ref``."""
     conv = SchemaConverter(doc, version)
     ops: list[Operation] = []
     taken: set[str] = set()
-    warnings: list[str] = []
+    warnings = [f"{'.'.join(str(p) for p in where[:2])}: the spec has no operation with operationId {name!r}"
+                for where, name in unknown_operations(doc, cfg)]
     for path, method, item, op in iter_operations(doc):
         if not cfg.include.empty and not _matches(cfg.include, path, method, op, every=True):
             continue

@@ -15,8 +15,9 @@ against all the buckets that apply to it at once, all or nothing (see
 Backends: ``memory`` (one process) or ``redis://host:port/db`` — one Lua script decides every key
 of a request atomically on the server with the server's clock, so any number of replicas share one
 budget. When Redis cannot be reached the filter follows ``on_backend_error`` (``open`` lets calls
-through, ``closed`` refuses them) and logs it (at most every 10 s) and counts it
-(``backend_errors``, metric ``rate_limit_backend_errors_total``).
+through, ``closed`` refuses them as unavailable, -32004, not as throttled) and logs it (at most
+every 10 s) and counts it (``backend_errors``, metric ``rate_limit_backend_errors_total``);
+:meth:`RateLimitFilter.health` is what ``/readyz`` reports (kept fresh by :meth:`~RateLimitFilter.probe`).
 
 ``max_concurrency`` on a connector bounds its in-flight calls; a call waits for a slot until its
 deadline and is refused as rate limited (scope ``connector``) if none frees up.
@@ -38,7 +39,7 @@ from gateway.config import RateLimitConfig, RateLimitRule
 from gateway.context import CallContext
 from gateway.filters import SESSION_METHODS, Handler
 from gateway.policy import Decision, Rate, gcra_check, parse_rate
-from gateway.protocol.errors import RateLimited
+from gateway.protocol.errors import BackendUnavailable, RateLimited
 from gateway.telemetry import metrics
 
 if TYPE_CHECKING:
@@ -176,6 +177,22 @@ class RateLimitFilter:
         self._last_error_log = float("-inf")
         self.backend_errors = 0
         self.limited = 0
+        self.backend_error: str | None = None  # why the backend failed last, None once it answers
+
+    def health(self) -> dict[str, Any]:
+        """The backend's state for ``/readyz``."""
+        out: dict[str, Any] = {"backend": self.backend_name, "up": self.backend_error is None}
+        if self.backend_error is not None:
+            out["detail"] = self.backend_error
+        return out
+
+    async def probe(self) -> None:
+        """One round trip to the backend touching no bucket, so health is current without calls."""
+        try:
+            await self.backend.check((), ())
+            self.backend_error = None
+        except Exception as exc:  # whatever Redis raises: it is the detail readiness reports
+            self.backend_error = str(exc) or type(exc).__name__
 
     async def stop(self) -> None:
         await self.backend.close()
@@ -217,8 +234,11 @@ class RateLimitFilter:
 
     async def _decide(self, keys: list[str], rates: list[Rate]) -> Decision:
         try:
-            return await self.backend.check(keys, rates)
+            decision = await self.backend.check(keys, rates)
+            self.backend_error = None
+            return decision
         except Exception as exc:  # redis errors, OSError, timeouts: apply the configured choice
+            self.backend_error = str(exc) or type(exc).__name__
             self.backend_errors += 1
             _count_backend_error(self.backend_name, "allow" if self.fail_open else "deny")
             now = time.monotonic()
@@ -226,7 +246,11 @@ class RateLimitFilter:
                 self._last_error_log = now
                 log.error("rate-limit backend %s unavailable (%s); failing %s", self.backend_name,
                           exc, "open" if self.fail_open else "closed")
-            return Decision(True) if self.fail_open else Decision(False, 1.0, -1)
+            if self.fail_open:
+                return Decision(True)
+            # Nothing was throttled: the limiter could not decide. Clients must not back off as if limited.
+            raise BackendUnavailable(f"rate-limit backend unavailable ({self.backend_name}); calls are refused "
+                                     "until it is back (rate_limits.on_backend_error: closed)") from None
 
     async def __call__(self, ctx: CallContext, call_next: Handler) -> dict[str, Any]:
         if ctx.method in SESSION_METHODS:
