@@ -251,7 +251,8 @@ class TelemetryConfig(Model):
     @field_validator("otlp_endpoint")
     @classmethod
     def _otlp(cls, value: str | None) -> str | None:
-        return value if value is None else _http_url(value, "otlp_endpoint (OTLP/HTTP)")
+        # Empty means off too (``${OTEL_EXPORTER_OTLP_ENDPOINT:-}`` in the shipped configs).
+        return value if not value else _http_url(value, "otlp_endpoint (OTLP/HTTP)")
 
 
 class GatewayConfig(Model):

@@ -321,12 +321,22 @@ def test_a_malformed_key_stops_serve_before_anything_starts(tmp_path: Path) -> N
 
 async def test_validate_deep_starts_every_connector_and_reaches_every_backend(tmp_path: Path, pg_url: str,
                                                                                redis_url: str) -> None:
+    from aiohttp import web
     from sqlalchemy.engine import make_url
 
     pg = make_url(pg_url)
     missing_db = pg.set(drivername="postgresql+asyncpg", database="h15_no_such_database").render_as_string(False)
     audit = pg.set(drivername="postgres").render_as_string(False)  # postgres:// is read as postgresql+asyncpg://
-    spec_port = free_port()
+    # A spec given as a URL is only read by --deep: its operationIds are checked then.
+    async def serve_spec(request: web.Request) -> web.FileResponse:
+        return web.FileResponse(REPO / "tests/data/openapi/petstore-v3.json")
+
+    spec = web.Application()
+    spec.router.add_get("/openapi.json", serve_spec)
+    runner = web.AppRunner(spec)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    spec_port = runner.addresses[0][1]
     config = tmp_path / "gateway.yaml"
     config.write_text(f"""\
 audit: {{store: "{audit}", spill_path: ./spill.jsonl}}
@@ -335,20 +345,25 @@ connectors:
   - {{name: team, type: static, prompts: [{{name: hi, messages: [{{text: hello}}]}}]}}
   - {{name: shop, type: sql, url: "sqlite+aiosqlite:///{REPO}/examples/data/shop.db"}}
   - {{name: orders, type: sql, url: "{missing_db}"}}
-  - {{name: pets, type: openapi, spec: "http://127.0.0.1:{spec_port}/openapi.json"}}
+  - {{name: pets, type: openapi, spec: "http://127.0.0.1:{spec_port}/openapi.json", overrides: {{getPetByIdd: {{}}}}}}
   - {{name: tiny, type: mcp, command: {sys.executable}, args: [{REPO / 'examples' / 'tiny_mcp_server.py'}]}}
 """)
+    assert _cli("validate", str(config)).returncode == 0  # without --deep: nothing to see offline
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "gateway.cli", "validate", "--deep", str(config),
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    async with asyncio.timeout(60):
-        out, err = await proc.communicate()
+    try:
+        async with asyncio.timeout(60):
+            out, err = await proc.communicate()
+    finally:
+        await runner.cleanup()
     lines = out.decode().splitlines()
     assert proc.returncode == 1, (out, err)
     assert lines[0] == "connector team (static): ok: 1 prompt"
     assert lines[1] == "connector shop (sql): ok: 4 tools, 6 resources, 1 resource template, 2 prompts"
     assert lines[2] == ('connector orders (sql): FAILED: down: Database unavailable: database "h15_no_such_database"'
                         ' does not exist')
-    assert lines[3].startswith("connector pets (openapi): FAILED: ") and "cannot fetch the spec" in lines[3]
+    assert lines[3] == ("connector pets (openapi): FAILED: overrides.getPetByIdd: the spec has no operation with "
+                        "operationId 'getPetByIdd'")
     assert lines[4] == "connector tiny (mcp): ok: 3 tools"
     assert lines[5] == f"rate-limit backend {redis_url}: ok: reachable"
     assert lines[6].startswith("audit store postgres://") and lines[6].endswith(": ok: reachable")
