@@ -15,14 +15,17 @@ gateway-wide block restarts exactly the connectors it applies to.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
+from sqlalchemy.engine import make_url
 
 from connectors.config import ConnectorConfig, EgressConfig, Model
 from connectors.registry import KINDS, config_model
@@ -47,7 +50,17 @@ __all__ = [
     "load_config",
     "parse_config",
     "interpolate",
+    "locate",
+    "PathKey",
 ]
+
+
+def _http_url(value: str, what: str) -> str:
+    """``value`` if it is an http(s) URL with a host; a clear error otherwise."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{what} must be an http:// or https:// URL")
+    return value
 
 
 class HttpConfig(Model):
@@ -101,6 +114,9 @@ class GatewaySection(Model):
     request_timeout_s: float = Field(60.0, gt=0)
     session_idle_timeout_s: float = Field(3600.0, gt=0)
     shutdown_grace_s: float = Field(20.0, ge=0)
+    # After SIGTERM a session stays open this long after its last request (within the grace
+    # period), so a client's follow-up (the SDK lists tools after a call) is still answered.
+    drain_linger_s: float = Field(3.0, ge=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     server_requests: ServerRequestLimits = ServerRequestLimits()
@@ -112,6 +128,26 @@ class ApiKeyConfig(Model):
     key: str | None = None
     key_file: str | None = None
     groups: tuple[str, ...] = ()
+
+    @field_validator("key_sha256")
+    @classmethod
+    def _hex_digest(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", value.strip()):
+            raise ValueError("key_sha256 must be 64 hexadecimal characters: the SHA-256 of the key "
+                             "(printf %s \"$KEY\" | sha256sum)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ApiKeyConfig:
+        if sum(1 for v in (self.key_sha256, self.key, self.key_file) if v) != 1:
+            raise ValueError("set exactly one of key_sha256, key, key_file")
+        return self
+
+    def digest(self) -> bytes | None:
+        """The SHA-256 of the key when the config alone tells it (not for ``key_file``)."""
+        if self.key_sha256:
+            return bytes.fromhex(self.key_sha256.strip())
+        return hashlib.sha256(self.key.encode()).digest() if self.key else None
 
 
 class JwtConfig(Model):
@@ -126,6 +162,20 @@ class JwtConfig(Model):
     # Unknown kid (key rotation) forces a refetch, but no more often than this.
     jwks_min_refresh_s: float = Field(10.0, ge=0)
 
+    @field_validator("jwks_url")
+    @classmethod
+    def _jwks_url(cls, value: str) -> str:
+        return _http_url(value, "jwks_url")
+
+    @field_validator("algorithms")
+    @classmethod
+    def _asymmetric(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # "none" and HMAC are never accepted (a public JWKS key must not become an HMAC secret).
+        if not set(value) & {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512",
+                             "EdDSA"}:
+            raise ValueError("algorithms must include an asymmetric algorithm (RS256, ES256, EdDSA ...)")
+        return value
+
 
 class AuthConfig(Model):
     api_keys: tuple[ApiKeyConfig, ...] = ()
@@ -138,6 +188,20 @@ class AuthConfig(Model):
     @property
     def enabled(self) -> bool:
         return bool(self.api_keys) or self.jwt is not None
+
+    @model_validator(mode="after")
+    def _one_principal_per_key(self) -> AuthConfig:
+        # The same key for two principals: a request would get whichever matches last.
+        seen: dict[bytes, str] = {}
+        for entry in self.api_keys:
+            digest = entry.digest()
+            if digest is None:
+                continue
+            other = seen.setdefault(digest, entry.name)
+            if other != entry.name:
+                raise ValueError(f"api_keys {other!r} and {entry.name!r} have the same key: "
+                                 "a key must identify one principal")
+        return self
 
 
 class AccessRule(Model):
@@ -163,7 +227,7 @@ class RateLimitRule(Model):
 
 
 class RateLimitConfig(Model):
-    backend: str = "memory"  # memory | redis://host:port/db
+    backend: str = "memory"  # memory | redis://host:port/db (rediss:// with TLS, unix:///path.sock)
     on_backend_error: Literal["open", "closed"] = "open"
     rules: tuple[RateLimitRule, ...] = ()
     # Redis key prefix: gateways sharing a prefix (and rules) share budgets.
@@ -175,6 +239,13 @@ class RateLimitConfig(Model):
     breaker_failures: int = Field(3, ge=1)
     breaker_cooldown_s: float = Field(2.0, gt=0)
 
+    @field_validator("backend")
+    @classmethod
+    def _backend(cls, value: str) -> str:
+        if value != "memory" and not (urlsplit(value).scheme in ("redis", "rediss", "unix") and "://" in value):
+            raise ValueError("backend must be memory, redis://HOST:PORT/DB, rediss://... or unix:///PATH")
+        return value
+
 
 class AuditConfig(Model):
     enabled: bool = True
@@ -185,11 +256,28 @@ class AuditConfig(Model):
     queue_size: int = Field(100_000, ge=100)
     batch_size: int = Field(500, ge=1)
     flush_interval_s: float = Field(0.2, gt=0)
+    # Where events go while the store is down (JSON lines, replayed into the store when it is back).
     spill_path: str = "./audit.spill.jsonl"
     # batch: events are committed in batches after their responses (a crash loses the last
     # flush_interval_s). strict: a response waits until its event is committed to the store or
     # fsync'd to the spill file (group commit: concurrent requests share one commit).
     durability: Literal["batch", "strict"] = "batch"
+
+    @field_validator("store")
+    @classmethod
+    def _store(cls, value: str) -> str:
+        text = value.strip()
+        if text in ("", "none"):
+            return value
+        try:
+            backend = make_url("postgresql" + text[len("postgres"):] if text.startswith("postgres://") else text)
+            name = backend.get_backend_name()
+        except Exception:
+            name = ""
+        if name not in ("sqlite", "postgresql"):  # never echo the URL: it may hold a password
+            raise ValueError("store must be sqlite:///PATH or postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DB "
+                             "(postgres:// and postgresql:// are read as postgresql+asyncpg://), or none")
+        return value
 
 
 class TelemetryConfig(Model):
@@ -198,6 +286,12 @@ class TelemetryConfig(Model):
     otlp_endpoint: str | None = None
     service_name: str = "mcp-gateway"
     trace_sample_ratio: float = Field(1.0, ge=0, le=1)
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _otlp(cls, value: str | None) -> str | None:
+        # Empty means off too (``${OTEL_EXPORTER_OTLP_ENDPOINT:-}`` in the shipped configs).
+        return value if not value else _http_url(value, "otlp_endpoint (OTLP/HTTP)")
 
 
 class GatewayConfig(Model):
@@ -246,6 +340,12 @@ def _format_path(path: PathKey) -> str:
     return text
 
 
+def locate(path: PathKey, lines: Mapping[PathKey, int]) -> tuple[str, int | None]:
+    """``("connectors", 2, "spec")`` → ``("connectors[2].spec", its line)``: for problems found
+    after loading (``load_config(..., lines=...)`` fills ``lines``)."""
+    return _format_path(path), _line_for(path, dict(lines))
+
+
 def _line_for(path: PathKey, lines: dict[PathKey, int]) -> int | None:
     while path:
         if path in lines:
@@ -292,6 +392,8 @@ def _errors_from(exc: ValidationError, prefix: PathKey, lines: dict[PathKey, int
         message = err["msg"]
         if err["type"] == "extra_forbidden":
             message = "unknown key"
+        elif err["type"] == "value_error":
+            message = message.removeprefix("Value error, ")  # our own validators' words, as written
         out.append(ConfigError(message, _format_path(loc), _line_for(loc, lines)))
     return out
 
@@ -308,8 +410,10 @@ def _raise(errors: list[ConfigError]) -> None:
     raise first
 
 
-def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | None = None) -> GatewayConfig:
-    """Validate config text. Raises :class:`ConfigError` naming the path and line of each problem."""
+def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | None = None,
+                 lines: dict[PathKey, int] | None = None) -> GatewayConfig:
+    """Validate config text. Raises :class:`ConfigError` naming the path and line of each problem;
+    ``lines``, when given, receives the line of every path (see :func:`locate`)."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -318,7 +422,7 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
                           mark.line + 1 if mark else None) from None
     if node is None:
         raise ConfigError("the config file is empty")
-    lines: dict[PathKey, int] = {}
+    lines = {} if lines is None else lines
     _lines(node, (), lines)
     raw = yaml.safe_load(text)
     if not isinstance(raw, dict):
@@ -378,11 +482,12 @@ def _egress_default(raw: Any) -> dict[str, Any]:
     return raw
 
 
-def load_config(path: str | Path, env: dict[str, str] | None = None) -> GatewayConfig:
+def load_config(path: str | Path, env: dict[str, str] | None = None,
+                lines: dict[PathKey, int] | None = None) -> GatewayConfig:
     """Read and validate a config file; relative paths inside resolve against its folder."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {p}: {exc.strerror or exc}") from None
-    return parse_config(text, base_dir=p.resolve().parent, env=env)
+    return parse_config(text, base_dir=p.resolve().parent, env=env, lines=lines)

@@ -69,7 +69,7 @@ async def running_gateway(config: str | GatewayConfig, base_dir: str | Path | No
     try:
         yield RunningGateway(gateway, f"http://127.0.0.1:{port}", app)
     finally:
-        await gateway.drain(grace_s=1.0)
+        await gateway.drain(grace_s=1.0, linger_s=0)  # tests end their sessions: no follow-up to wait for
         await runner.shutdown()
         await gateway.stop(grace_s=0)
         await runner.cleanup()

@@ -9,7 +9,8 @@ reports ``components_changed``. A spec that cannot be loaded raises :class:`load
 A call: arguments → :func:`request.build_request` → openapi-core validation (nothing is sent when it
 fails; the error names the argument) → credentials → HTTP with timeout, size limit and retries for
 idempotent methods only → a ``CallToolResult`` (text, plus ``structuredContent`` for JSON). Non-2xx
-raises ``ToolExecutionError(status=...)`` with the status and an excerpt of the body; a response
+raises ``ToolExecutionError(status=...)`` with the status and an excerpt of the body in its text
+and no ``structuredContent``, which could only contradict the tool's ``outputSchema``; a response
 over ``max_response_bytes`` fails that call only.
 
 Egress. Every request (spec, ``$ref`` targets, token, calls) goes through the connector's
@@ -220,6 +221,9 @@ class OpenAPIConnector(Connector):
     def health(self) -> Health:
         return self._health
 
+    def problems(self) -> tuple[str, ...]:
+        return self._state.mapped.warnings if self._state is not None else ()
+
     def capabilities(self) -> set[str]:
         caps = {"tools"}
         if self.config.routes:
@@ -287,6 +291,9 @@ class OpenAPIConnector(Connector):
         doc = await loader.bundle(doc, raw, self._source, self._fetch_url)
         old = self._state
         self._state = self._build_doc(doc, version)
+        for warning in self._state.mapped.warnings:
+            if old is None or warning not in old.mapped.warnings:
+                log.warning("openapi connector %s: %s", self.name, warning)
         self.components = Components(tools=self._state.tool_specs, resource_templates=self._state.template_specs)
         if old is not None and self.events is not None and _listing(old) != _listing(self._state):
             self.events.components_changed()
@@ -359,7 +366,8 @@ class OpenAPIConnector(Connector):
             errors = state.validator.errors(req, server_url(op.servers, self.config.server_variables)
                                             if op.servers else None)
             if errors:
-                raise ToolExecutionError(f"Invalid arguments for {op.name}: {describe(errors)}. No request was sent.",
+                raise ToolExecutionError(f"Invalid arguments for {op.name}: {describe(errors, state.validator.originals)}."
+                                         " No request was sent.",
                                          status="invalid_arguments")
         if self._http is None:
             raise BackendUnavailable(f"connector {self.name} is not running")
@@ -452,10 +460,12 @@ def _result(op: Operation, status: int, reason: str, content_type: str, data: by
             pass
     text = data.decode("utf-8", errors="replace") if (is_json or _is_textual(content_type, data)) else None
     if not 200 <= status < 300:
+        # Status and body go in the text only: a structuredContent here would have to match the
+        # tool's outputSchema (the success shape), and clients that validate it show the schema
+        # violation instead of the API's own message.
         excerpt = (text if text is not None else f"<{len(data)} bytes of {content_type}>")[:_EXCERPT]
-        structured = {"status": status, "body": parsed} if is_json else None
         raise ToolExecutionError(f"HTTP {status} {reason} from {op.method} {op.path}: {excerpt}".rstrip(": "),
-                                 status=status, structured=structured)
+                                 status=status)
     if not data:
         return {"content": [{"type": "text", "text": f"HTTP {status} {reason}".strip()}]}
     if is_json:

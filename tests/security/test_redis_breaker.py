@@ -23,7 +23,7 @@ import pytest
 from gateway.config import RateLimitConfig, RateLimitRule
 from gateway.context import CallContext, Principal
 from gateway.filters.ratelimit import RateLimitFilter
-from gateway.protocol.errors import RateLimited
+from gateway.protocol.errors import BackendUnavailable, RateLimited
 from tests.filters.mcp_http import McpHttp
 from tests.support import gateway_process
 
@@ -104,12 +104,13 @@ async def _ok(ctx: CallContext) -> dict[str, Any]:
 
 
 async def _timed_call(flt: RateLimitFilter) -> tuple[float, bool]:
-    """(seconds, allowed) of one call through the filter."""
+    """(seconds, allowed) of one call through the filter (refused: throttled, or unavailable when
+    Redis cannot decide and ``on_backend_error`` is closed)."""
     started = time.perf_counter()
     try:
         await flt(_ctx(), _ok)
         allowed = True
-    except RateLimited:
+    except (RateLimited, BackendUnavailable):
         allowed = False
     return time.perf_counter() - started, allowed
 

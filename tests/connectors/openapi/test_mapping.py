@@ -87,6 +87,13 @@ def test_names_selection_overrides_and_annotations() -> None:
                                        exclude={"tags": ["x"]}))
     by = {op.name: op for op in over.operations}
     assert by["create_b"].definition["description"] == "Makes B"
+    assert over.warnings == ()
+    # Names the spec does not have would do nothing, silently: they become the spec's warnings.
+    typo = map_spec(doc, "3.0.3", cfg(overrides={"makeBB": {"name": "create_b"}},
+                                       include={"operations": ["makeB", "deleteB"]}))
+    assert [op.name for op in typo.operations] == ["makeB"]
+    assert typo.warnings == ("overrides.makeBB: the spec has no operation with operationId 'makeBB'",
+                             "include.operations: the spec has no operation with operationId 'deleteB'")
 
 
 def test_argument_collisions_are_renamed_and_routed() -> None:
