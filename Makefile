@@ -42,7 +42,8 @@ constraints:
 	rm -rf $(CONSTRAINTS_VENV)
 
 # Node packages for the tests, exact versions (Node 22; the conformance suite 0.1.16 for 2025-11-25
-# and 0.2.0-alpha.12, aliased conformance-next, for 2026-07-28; the server-everything upstream).
+# and 0.2.0-alpha.12, aliased conformance-next, for 2026-07-28; the server-everything upstream; the
+# MCP Inspector CLI, a client that validates results against outputSchema).
 node_modules/.installed: package.json
 	npm install --no-audit --no-fund --loglevel=error
 	touch $@

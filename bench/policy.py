@@ -8,12 +8,15 @@ the whole filter chain, plus the HTTP authenticator's bearer check per call):
                        PostgreSQL (batching writer running concurrently);
 * ``on (redis)``     — the same with the Redis rate-limit backend.
 
-Then: rate-limit decisions per second (memory, and Redis with 32 concurrent callers), and audit
+Then: rate-limit decisions per second (memory, and Redis with 32 concurrent callers), audit
 events per second sustained into PostgreSQL while calls keep running (with the call p50 at the
-start and at the end of that run, to show the request latency does not grow).
+start and at the end of that run, to show the request latency does not grow), and the cost of
+``audit.durability: strict`` against the default batching: the ``on (memory)`` chain with each
+mode, into PostgreSQL and into SQLite, sequential calls (p50, calls/s) and 32 concurrent callers
+(calls/s, p50), side by side.
 
 Targets (issue 6): added p50 <= 0.3 ms with the memory backend; >= 5,000 audit events/s.
-Run: ``.venv/bin/python bench/policy.py [--calls 5000] [--events 50000]``; needs PostgreSQL and
+Run: ``.venv/bin/python bench/policy.py [--calls 5000] [--events 50000] [--concurrent-calls 20000]``; needs PostgreSQL and
 Redis (BENCH_PG_URL, BENCH_REDIS_URL; defaults are the local test services). A scratch database
 ``gw_audit_bench_*`` is created and dropped.
 """
@@ -65,7 +68,7 @@ rate_limits:
   rules:
     - {{scope: principal, rate: 1000000/s, burst: 1000000}}
     - {{scope: global, match: "team_*", rate: 1000000/s, burst: 1000000}}
-audit: {{store: "{store}", spill_path: "{spill}"}}
+audit: {{store: "{store}", spill_path: "{spill}", durability: {durability}}}
 """
 
 
@@ -107,6 +110,41 @@ async def _calls(gw: Gateway, n: int) -> list[float]:
         await asyncio.sleep(0)
         out.append(time.perf_counter() - t0)
     return out
+
+
+async def _concurrent(gw: Gateway, total: int, workers: int) -> tuple[float, float]:
+    """(calls/s, p50 ms) of ``total`` calls made by ``workers`` concurrent callers."""
+    headers = {"Authorization": "Bearer bench-key", "Host": "127.0.0.1"}
+    params = {"name": "team_hello", "arguments": {"who": "x", "password": "p"}}
+    lat: list[float] = []
+    ids = iter(range(total))
+
+    async def worker() -> None:
+        for i in ids:
+            t0 = time.perf_counter()
+            principal = await gw.authenticator.authenticate(headers)
+            await gw.dispatcher.dispatch(_session(gw, principal), i, "prompts/get", params)
+            lat.append(time.perf_counter() - t0)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(workers)))
+    elapsed = time.perf_counter() - t0
+    return total / elapsed, statistics.median(lat) * 1000
+
+
+async def durability_row(config_text: str, n: int, total: int) -> tuple[float, float, float, float]:
+    """(sequential p50 ms, sequential calls/s, 32-concurrent calls/s, 32-concurrent p50 ms)."""
+    gw = Gateway(parse_config(config_text))
+    await gw.start()
+    try:
+        await _calls(gw, min(n, 300))  # warm up
+        t0 = time.perf_counter()
+        lat = await _calls(gw, n)
+        seq_rate = n / (time.perf_counter() - t0)
+        conc_rate, conc_p50 = await _concurrent(gw, total, 32)
+    finally:
+        await gw.stop(grace_s=0)
+    return statistics.median(lat) * 1000, seq_rate, conc_rate, conc_p50
 
 
 async def chain_row(config_text: str, n: int) -> tuple[float, float]:
@@ -180,6 +218,7 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=5000)
     parser.add_argument("--events", type=int, default=50_000)
     parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--concurrent-calls", type=int, default=20_000)
     args = parser.parse_args()
     import tempfile
 
@@ -187,13 +226,20 @@ async def main() -> None:
         async with scratch_db() as store:
             uid = uuid.uuid4().hex
             off = BASE + "audit: {enabled: false}\n"
-            on_mem = BASE + POLICY.format(backend="memory", uid=uid, store=store, spill=f"{tmp}/s1")
-            on_redis = BASE + POLICY.format(backend=REDIS, uid=uid, store=store, spill=f"{tmp}/s2")
+            on_mem = BASE + POLICY.format(backend="memory", uid=uid, store=store, spill=f"{tmp}/s1", durability="batch")
+            on_redis = BASE + POLICY.format(backend=REDIS, uid=uid, store=store, spill=f"{tmp}/s2", durability="batch")
             rows = [("off", await chain_row(off, args.calls)),
                     ("on (memory)", await chain_row(on_mem, args.calls)),
                     ("on (redis)", await chain_row(on_redis, args.calls))]
             mem_rate, redis_rate = await decisions_per_s(args.seconds)
             sustained = await audit_sustained(store, args.events, on_mem, tmp)
+            durability: list[tuple[str, str, tuple[float, float, float, float]]] = []
+            for store_name, url in (("PostgreSQL", store), ("SQLite", f"sqlite:///{tmp}/durability.db")):
+                for mode in ("batch", "strict"):
+                    config = BASE + POLICY.format(backend="memory", uid=uid, store=url, spill=f"{tmp}/s-{mode}",
+                                                  durability=mode)
+                    durability.append((store_name, mode, await durability_row(config, args.calls,
+                                                                               args.concurrent_calls)))
     base = rows[0][1][0]
     print(f"policy chain, {args.calls} sequential prompts/get calls per row (auth + dispatch)")
     print(f"{'config':<14}{'p50 ms':>10}{'p99 ms':>10}{'added p50 ms':>15}")
@@ -207,6 +253,11 @@ async def main() -> None:
     print(f"{'events/s sustained':<28}{'call p50 at start':>20}{'call p50 at end':>18}")
     print(f"{sustained['events_per_s']:<28,.0f}{sustained['p50_start_ms']:>18.3f}ms"
           f"{sustained['p50_end_ms']:>16.3f}ms")
+    print()
+    print("audit durability: the on (memory) chain, batch (default) vs strict (response after the commit)")
+    print(f"{'store':<12}{'mode':<8}{'seq p50 ms':>12}{'seq calls/s':>13}{'32-conc calls/s':>17}{'32-conc p50 ms':>16}")
+    for store_name, mode, (seq_p50, seq_rate, conc_rate, conc_p50) in durability:
+        print(f"{store_name:<12}{mode:<8}{seq_p50:>12.3f}{seq_rate:>13,.0f}{conc_rate:>17,.0f}{conc_p50:>16.3f}")
     added = rows[1][1][0] - base
     print()
     print(f"targets: added p50 (memory) {added:.3f} ms <= 0.3 ms: {'PASS' if added <= 0.3 else 'FAIL'}; "

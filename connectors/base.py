@@ -155,6 +155,12 @@ class Connector(abc.ABC):
     def health(self) -> Health:
         return Health(True)
 
+    def problems(self) -> tuple[str, ...]:
+        """What in this connector's config did not fit the backend it found at start (an override
+        for an operation the spec lacks ...): it serves anyway; the gateway logs these and
+        ``mcp-gateway validate --deep`` reports them."""
+        return ()
+
     def capabilities(self) -> set[str]:
         """Which server capabilities this connector may ever serve (even if it has none now):
         a subset of ``{"tools", "resources", "prompts", "completions", "subscribe"}``."""

@@ -3,13 +3,18 @@
 Each kind validates its entry with its own model, a subclass of :class:`ConnectorConfig`, defined
 in that kind's ``config.py`` (pydantic only: no driver is imported to validate a file). The app's
 config module (:mod:`gateway.config`) builds on these two classes; nothing here knows the app.
+:class:`EgressConfig` is the ``egress:`` block that connectors reaching a network accept (the
+policy enforcing it is :mod:`connectors.egress`).
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import ipaddress
+import re
 
-__all__ = ["Model", "ConnectorConfig", "NAME_PATTERN"]
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["Model", "ConnectorConfig", "NAME_PATTERN", "EgressConfig", "BY_NAME_ONLY", "host_key"]
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"
 
@@ -34,3 +39,91 @@ class ConnectorConfig(Model):
     @property
     def public_prefix(self) -> str:
         return f"{self.name}_" if self.prefix is None else self.prefix
+
+
+# -- egress: where a connector may connect -------------------------------------------------------
+# The model lives here, with the contract, so that validating a file imports no HTTP client; the
+# policy that enforces it is connectors.egress. gateway.config accepts the same block at the top
+# level as the default of every connector kind whose model has an ``egress`` field.
+
+_HOST_PATTERN = re.compile(r"^(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$")
+# Addresses that only a name may unlock (never a network in allow_private): link-local, which
+# holds the cloud metadata services, and the metadata addresses outside it.
+BY_NAME_ONLY = tuple(ipaddress.ip_network(n) for n in (
+    "169.254.0.0/16", "fe80::/10", "100.100.100.200/32", "168.63.129.16/32", "fd00:ec2::254/128", "fd20:ce::254/128"))
+
+
+def _network(value: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    try:
+        return ipaddress.ip_network(value.strip(), strict=False)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an IP address or network (CIDR)") from None
+
+
+def host_key(host: str) -> str:
+    """A host as the egress rules compare it: lower case, no trailing dot, IPv6 without brackets
+    and in its compressed form."""
+    host = host.strip().lower().rstrip(".")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        return ipaddress.ip_address(host).compressed
+    except ValueError:
+        return host
+
+
+class EgressConfig(Model):
+    """Where a connector may connect (spec URLs, base URLs, upstream URLs, every redirect).
+
+    Every address a host name resolves to is checked, then the connection goes to that checked
+    address. Public addresses are allowed. Private ones (loopback, RFC 1918, CGNAT, ULA) need
+    ``allow_private``; link-local, cloud metadata and other non-routable ones need the host's name
+    in ``allow_hosts``. An IP literal written in the connector's own config (its ``base_url``, spec
+    URL, upstream ``url``, token URL) is allowed as written, for that origin only.
+    """
+
+    # Networks (CIDR or single addresses) of private ranges that may be reached.
+    allow_private: tuple[str, ...] = ()
+    # Host names (``api.internal``, ``*.svc.cluster.local``) or IP literals allowed whatever their
+    # addresses are: the only way to reach link-local or metadata addresses.
+    allow_hosts: tuple[str, ...] = ()
+    # Networks never reached, whatever else allows them (public ones included).
+    deny: tuple[str, ...] = ()
+    # Redirects followed per request: same origin, GET and HEAD only; 0 follows none.
+    max_redirects: int = Field(3, ge=0, le=20)
+
+    @field_validator("allow_private")
+    @classmethod
+    def _allow_private(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        out = []
+        for value in values:
+            net = _network(value)
+            if any(net.version == b.version and net.subnet_of(b) for b in BY_NAME_ONLY):  # type: ignore[arg-type]
+                raise ValueError(f"{value!r} is link-local or a cloud metadata address: those are allowed by "
+                                 "name only, in allow_hosts")
+            out.append(str(net))
+        return tuple(out)
+
+    @field_validator("deny")
+    @classmethod
+    def _deny(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(str(_network(v)) for v in values)
+
+    @field_validator("allow_hosts")
+    @classmethod
+    def _allow_hosts(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        out = []
+        for value in values:
+            key = host_key(value)
+            if not key or not (_is_ip(key) or _HOST_PATTERN.match(key)):
+                raise ValueError(f"{value!r} is not a host name, a *.suffix pattern or an IP address")
+            out.append(key)
+        return tuple(out)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True

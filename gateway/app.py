@@ -18,6 +18,7 @@ catalog; it never stops the gateway. Name collisions at start-up do (they are co
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Coroutine
@@ -33,7 +34,8 @@ from gateway.audit.writer import AuditWriter
 from gateway.auth import Authenticator
 from gateway.auth.apikeys import secret_digests
 from gateway.catalog import Catalog
-from gateway.config import AuthConfig, GatewayConfig
+from gateway.checks import policy_problems
+from gateway.config import AuthConfig, GatewayConfig, ServerRequestLimits, locate
 from gateway.context import CallContext, LocalHandler, Principal
 from gateway.dispatch import MODERN_CATALOG_METHODS, CacheHints, Dispatcher
 from gateway.filters import Filter
@@ -66,6 +68,7 @@ _LIST_CHANGED = {
     "resourceTemplates": "notifications/resources/list_changed",
 }
 _POLICY_SECTIONS = ("auth", "access", "rate_limits", "audit", "telemetry")
+_PROBE_EVERY_S = 5.0  # how fresh /readyz keeps the rate-limit backend's state without traffic
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +150,9 @@ class Gateway:
         self.authenticator = Authenticator(AuthConfig(), name=config.gateway.name)
         self.ready = False
         self.draining = False
+        # While draining: when a request last started or ended, and an event for each of those.
+        self._last_activity = 0.0
+        self._activity = asyncio.Event()
         self.started_at = 0.0
         self._metrics_server: web.AppRunner | None = None
         self._metrics_port: int | None = None
@@ -156,17 +162,31 @@ class Gateway:
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, serving: bool = True) -> None:
         """Start connectors and build the catalog; ``serving=False`` (``mcp-gateway list``) skips
-        the filter chain and the metrics, which only matter when clients connect."""
+        the filter chain and the metrics, which only matter when clients connect.
+
+        What can refuse the config (an unreadable key file) is built before any connector starts;
+        whatever fails after that (a name collision) first stops the connectors, so no process,
+        pool or task outlives the failed start."""
+        authenticator = None
+        if serving:
+            authenticator = Authenticator(self.config.auth, self.config.base_dir, self.config.gateway.name)
+            for problem in policy_problems(self.config):
+                where, _ = locate(problem.path, {})
+                log.warning("config %s: %s", where, problem.message)
         self.connectors = await self._start_connectors(self.config)
         try:
             self._install_catalog(strict=True)
-        except ConfigError:  # a name collision: release what started (processes, pools) first
+            if serving:
+                await self._install_filters(authenticator)
+                await self._start_metrics()
+        except BaseException:
             await asyncio.gather(*(c.stop() for c in self.connectors.values()), return_exceptions=True)
+            filters, self.filters = self.filters, []
+            await self._stop_filters(filters)
             raise
         if not serving:
             return
-        await self._install_filters()
-        await self._start_metrics()
+        self.spawn(self._probe_backends())
         self.started_at = time.time()
         self.ready = True
         log.info("gateway %s ready: %s", self.config.gateway.name,
@@ -192,22 +212,37 @@ class Gateway:
                 await connector.stop()
 
         await asyncio.gather(*(start_one(c) for c in created.values()))
-        return {name: c for name, c in created.items() if name not in self.failed}
+        started = {name: c for name, c in created.items() if name not in self.failed}
+        for connector in started.values():
+            # Started but down (a database that refused the connection, an upstream not there yet):
+            # it serves nothing until it comes up, so say so among the first lines.
+            health = connector.health()
+            if not health.up:
+                log.error("connector %s is down after start: %s (it keeps retrying)", connector.name,
+                          health.detail or "no detail")
+        return started
 
     def _install_catalog(self, strict: bool) -> set[str]:
         ordered = [(self.connectors[c.name], c.public_prefix) for c in self.config.connectors if c.name in self.connectors]
         self.catalog.set_connectors(ordered)
         return self.catalog.rebuild(strict=strict)
 
-    async def _install_filters(self) -> None:
+    async def _install_filters(self, authenticator: Authenticator | None = None) -> None:
         """Build and start the filter chain for the current config; stop the one it replaces."""
         # First what can refuse the config (a malformed key): nothing has started yet then.
-        authenticator = Authenticator(self.config.auth, self.config.base_dir, self.config.gateway.name)
+        if authenticator is None:
+            authenticator = Authenticator(self.config.auth, self.config.base_dir, self.config.gateway.name)
         filters = build_filters(self.config, self.catalog)
-        for flt in filters:
-            start = getattr(flt, "start", None)
-            if start is not None:
-                await start()
+        started: list[Filter] = []
+        try:
+            for flt in filters:
+                start = getattr(flt, "start", None)
+                if start is not None:
+                    await start()
+                started.append(flt)
+        except BaseException:
+            await self._stop_filters(started)
+            raise
         old, self.filters = self.filters, filters
         self.authenticator = authenticator
         self.dispatcher = self._dispatcher(filters)
@@ -243,7 +278,11 @@ class Gateway:
             await self._metrics_server.cleanup()
             self._metrics_server = None
         if port is not None:
-            self._metrics_server = await start_metrics_server(self.config.gateway.http.host, port)
+            try:
+                self._metrics_server = await start_metrics_server(self.config.gateway.http.host, port, self.health)
+            except OSError as exc:  # the port is taken: a config problem, said as one
+                raise ConfigError(f"cannot serve /metrics on port {port}: {exc.strerror or exc}",
+                                  "telemetry.metrics_port") from None
         self._metrics_port = port
 
     async def reload(self, new: GatewayConfig) -> dict[str, list[str]]:
@@ -298,18 +337,34 @@ class Gateway:
                 except Exception:
                     log.exception("stopping replaced connector %s failed", connector.name)
 
-    async def drain(self, grace_s: float | None = None) -> None:
-        """Stop accepting sessions and wait (up to the grace period) for in-flight requests."""
+    async def drain(self, grace_s: float | None = None, linger_s: float | None = None) -> None:
+        """Stop accepting sessions; within the grace period, wait for in-flight requests and then
+        for ``linger_s`` (``gateway.drain_linger_s``) without any request, so that a client's
+        follow-up to its last call (the SDK lists tools after a call) is still answered. Every
+        request during the drain starts the linger again; the last session closing ends it."""
         self.ready = False
         self.draining = True
         grace = self.config.gateway.shutdown_grace_s if grace_s is None else grace_s
+        linger = self.config.gateway.drain_linger_s if linger_s is None else linger_s
         deadline = time.monotonic() + grace
+        quiet_since = time.monotonic()
         while True:
-            tasks = [t for s in list(self.sessions.values()) for t in s.inflight_tasks()]
             remaining = deadline - time.monotonic()
-            if not tasks or remaining <= 0:
+            if remaining <= 0:
                 return
-            await asyncio.wait(tasks, timeout=remaining)
+            tasks = [t for s in list(self.sessions.values()) for t in s.inflight_tasks()]
+            if tasks:
+                await asyncio.wait(tasks, timeout=remaining)
+                quiet_since = time.monotonic()
+                continue
+            quiet_since = max(quiet_since, self._last_activity)
+            wait = quiet_since + linger - time.monotonic()
+            if not self.sessions or wait <= 0:
+                return
+            self._activity.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(wait, remaining)):
+                    await self._activity.wait()
 
     async def stop(self, grace_s: float | None = None) -> None:
         self.listeners.close_all()
@@ -355,15 +410,31 @@ class Gateway:
     def request_timeout_s(self) -> float:
         return self.config.gateway.request_timeout_s
 
+    @property
+    def server_request_limits(self) -> ServerRequestLimits:
+        return self.config.gateway.server_requests
+
     def capabilities(self) -> dict[str, Any]:
         return self.catalog.capabilities()
 
     async def dispatch(self, session: Session, request_id: str | int, method: str, params: dict[str, Any],
                        traceparent: str | None = None, local: LocalHandler | None = None) -> dict[str, Any]:
-        return await self.dispatcher.dispatch(session, request_id, method, params, traceparent, local)
+        if not self.draining:
+            return await self.dispatcher.dispatch(session, request_id, method, params, traceparent, local)
+        self._drain_activity()  # a request while draining: the linger starts again, now and at its end
+        try:
+            return await self.dispatcher.dispatch(session, request_id, method, params, traceparent, local)
+        finally:
+            self._drain_activity()
+
+    def _drain_activity(self) -> None:
+        self._last_activity = time.monotonic()
+        self._activity.set()
 
     async def session_closed(self, session: Session) -> None:
         self.sessions.pop(session.id, None)
+        if self.draining:
+            self._activity.set()  # the drain ends as soon as no session is left
         self.subscriptions.session_closed(session)
         for connector in list(self.connectors.values()):
             try:
@@ -430,7 +501,9 @@ class Gateway:
 
     # -- health -------------------------------------------------------------------------------
     def health(self) -> dict[str, Any]:
-        """Readiness detail: the gateway's state and every connector's health."""
+        """Readiness detail: the gateway's state, every connector's health, and the backends of
+        the filter chain that are configured: the rate-limit backend (``rate_limit``) and the
+        audit store (``audit``; while it is down, events are spilled to a file, not lost)."""
         connectors: dict[str, Any] = {}
         for cfg in self.config.connectors:
             if cfg.name in self.failed:
@@ -438,5 +511,24 @@ class Gateway:
             elif cfg.name in self.connectors:
                 h = self.connectors[cfg.name].health()
                 connectors[cfg.name] = {"up": h.up, "detail": h.detail} if h.detail else {"up": h.up}
-        return {"ready": self.ready and not self.draining, "draining": self.draining,
-                "sessions": len(self.sessions), "connectors": connectors}
+        out: dict[str, Any] = {"ready": self.ready and not self.draining, "draining": self.draining,
+                               "sessions": len(self.sessions), "connectors": connectors}
+        for flt in self.filters:
+            if isinstance(flt, RateLimitFilter) and flt.limits:
+                out["rate_limit"] = flt.health()
+            elif isinstance(flt, AuditFilter) and (store := flt.writer.store) is not None:
+                writer = flt.writer
+                audit: dict[str, Any] = {"store": store.dialect, "up": writer.store_up}
+                if not writer.store_up:
+                    audit["detail"] = f"store unavailable: events are spilled to {writer.spill_path}"
+                out["audit"] = audit
+        return out
+
+    async def _probe_backends(self) -> None:
+        """Keep the rate-limit backend's health current while no call reaches it (the audit
+        writer retries its store by itself)."""
+        while True:
+            for flt in list(self.filters):
+                if isinstance(flt, RateLimitFilter) and flt.limits:
+                    await flt.probe()
+            await asyncio.sleep(_PROBE_EVERY_S)

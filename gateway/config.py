@@ -7,27 +7,34 @@ Each connector entry is validated by the model of its own ``type`` (found throug
 ``ConnectorConfig`` live in :mod:`connectors.config`). Every problem is reported as
 ``connectors[2].spec (line 14): message``; :class:`ConfigError` carries all of them.
 
-Models are frozen, so ``==`` between two loads tells hot reload which connectors changed.
+Models are frozen, so ``==`` between two loads tells hot reload which connectors changed. The
+top-level ``egress:`` block is folded into each connector entry whose kind accepts one (the
+connector's own keys win), so a connector still receives only its own config, and a change of the
+gateway-wide block restarts exactly the connectors it applies to.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
+from sqlalchemy.engine import make_url
 
-from connectors.config import ConnectorConfig, Model
+from connectors.config import ConnectorConfig, EgressConfig, Model
 from connectors.registry import KINDS, config_model
 from gateway.protocol.errors import ConfigError
 
 __all__ = [
     "Model",
     "HttpConfig",
+    "ServerRequestLimits",
     "GatewaySection",
     "ConnectorConfig",
     "ApiKeyConfig",
@@ -38,11 +45,22 @@ __all__ = [
     "RateLimitConfig",
     "AuditConfig",
     "TelemetryConfig",
+    "EgressConfig",
     "GatewayConfig",
     "load_config",
     "parse_config",
     "interpolate",
+    "locate",
+    "PathKey",
 ]
+
+
+def _http_url(value: str, what: str) -> str:
+    """``value`` if it is an http(s) URL with a host; a clear error otherwise."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{what} must be an http:// or https:// URL")
+    return value
 
 
 class HttpConfig(Model):
@@ -58,6 +76,29 @@ class HttpConfig(Model):
     # still running after this long switches to SSE to carry them (not with json_response).
     keepalive_s: float = Field(15.0, gt=0)
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)
+    # Server limits (gateway/transports/http_server.py): a request's line and headers must arrive
+    # within header_timeout_s of its first byte, a POST body within body_timeout_s; an idle
+    # keep-alive connection is closed after keepalive_timeout_s (longer than a proxy's idle timeout).
+    header_timeout_s: float = Field(10.0, gt=0)
+    body_timeout_s: float = Field(30.0, gt=0)
+    keepalive_timeout_s: float = Field(75.0, gt=0)
+    # One header line (name and value) longer than this is refused with 431.
+    max_header_bytes: int = Field(8192, ge=1024, le=1024 * 1024)
+    # At the cap a new connection evicts the oldest idle one; when all are busy it gets 503.
+    max_connections: int = Field(4096, ge=1)
+    # Sessions (Streamable HTTP and legacy SSE) open at once, in all and per principal (without
+    # auth every caller is the one principal "anonymous").
+    max_sessions: int = Field(10_000, ge=1)
+    max_sessions_per_principal: int = Field(1000, ge=1)
+
+
+class ServerRequestLimits(Model):
+    """Requests an upstream sends to the client through the gateway (sampling, elicitation, roots,
+    and their 2026-07-28 input requests); what is over a cap is refused to the upstream."""
+
+    max_per_call: int = Field(50, ge=0)  # over the whole call (every MRTR round counted)
+    max_per_session_per_s: float = Field(10.0, gt=0)  # refill rate of the session's bucket
+    burst: int = Field(20, ge=1)  # the bucket's size
 
 
 class GatewaySection(Model):
@@ -73,8 +114,12 @@ class GatewaySection(Model):
     request_timeout_s: float = Field(60.0, gt=0)
     session_idle_timeout_s: float = Field(3600.0, gt=0)
     shutdown_grace_s: float = Field(20.0, ge=0)
+    # After SIGTERM a session stays open this long after its last request (within the grace
+    # period), so a client's follow-up (the SDK lists tools after a call) is still answered.
+    drain_linger_s: float = Field(3.0, ge=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
+    server_requests: ServerRequestLimits = ServerRequestLimits()
 
 
 class ApiKeyConfig(Model):
@@ -83,6 +128,26 @@ class ApiKeyConfig(Model):
     key: str | None = None
     key_file: str | None = None
     groups: tuple[str, ...] = ()
+
+    @field_validator("key_sha256")
+    @classmethod
+    def _hex_digest(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", value.strip()):
+            raise ValueError("key_sha256 must be 64 hexadecimal characters: the SHA-256 of the key "
+                             "(printf %s \"$KEY\" | sha256sum)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ApiKeyConfig:
+        if sum(1 for v in (self.key_sha256, self.key, self.key_file) if v) != 1:
+            raise ValueError("set exactly one of key_sha256, key, key_file")
+        return self
+
+    def digest(self) -> bytes | None:
+        """The SHA-256 of the key when the config alone tells it (not for ``key_file``)."""
+        if self.key_sha256:
+            return bytes.fromhex(self.key_sha256.strip())
+        return hashlib.sha256(self.key.encode()).digest() if self.key else None
 
 
 class JwtConfig(Model):
@@ -97,6 +162,20 @@ class JwtConfig(Model):
     # Unknown kid (key rotation) forces a refetch, but no more often than this.
     jwks_min_refresh_s: float = Field(10.0, ge=0)
 
+    @field_validator("jwks_url")
+    @classmethod
+    def _jwks_url(cls, value: str) -> str:
+        return _http_url(value, "jwks_url")
+
+    @field_validator("algorithms")
+    @classmethod
+    def _asymmetric(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # "none" and HMAC are never accepted (a public JWKS key must not become an HMAC secret).
+        if not set(value) & {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512",
+                             "EdDSA"}:
+            raise ValueError("algorithms must include an asymmetric algorithm (RS256, ES256, EdDSA ...)")
+        return value
+
 
 class AuthConfig(Model):
     api_keys: tuple[ApiKeyConfig, ...] = ()
@@ -109,6 +188,20 @@ class AuthConfig(Model):
     @property
     def enabled(self) -> bool:
         return bool(self.api_keys) or self.jwt is not None
+
+    @model_validator(mode="after")
+    def _one_principal_per_key(self) -> AuthConfig:
+        # The same key for two principals: a request would get whichever matches last.
+        seen: dict[bytes, str] = {}
+        for entry in self.api_keys:
+            digest = entry.digest()
+            if digest is None:
+                continue
+            other = seen.setdefault(digest, entry.name)
+            if other != entry.name:
+                raise ValueError(f"api_keys {other!r} and {entry.name!r} have the same key: "
+                                 "a key must identify one principal")
+        return self
 
 
 class AccessRule(Model):
@@ -134,11 +227,24 @@ class RateLimitRule(Model):
 
 
 class RateLimitConfig(Model):
-    backend: str = "memory"  # memory | redis://host:port/db
+    backend: str = "memory"  # memory | redis://host:port/db (rediss:// with TLS, unix:///path.sock)
     on_backend_error: Literal["open", "closed"] = "open"
     rules: tuple[RateLimitRule, ...] = ()
     # Redis key prefix: gateways sharing a prefix (and rules) share budgets.
     redis_prefix: str = "gw:rl"
+    # One Redis decision (connect, script) may take this long before on_backend_error applies.
+    redis_timeout_s: float = Field(0.05, gt=0, le=10)
+    # After this many failed decisions in a row the breaker opens: on_backend_error applies at
+    # once, without asking Redis, until one probe after breaker_cooldown_s succeeds.
+    breaker_failures: int = Field(3, ge=1)
+    breaker_cooldown_s: float = Field(2.0, gt=0)
+
+    @field_validator("backend")
+    @classmethod
+    def _backend(cls, value: str) -> str:
+        if value != "memory" and not (urlsplit(value).scheme in ("redis", "rediss", "unix") and "://" in value):
+            raise ValueError("backend must be memory, redis://HOST:PORT/DB, rediss://... or unix:///PATH")
+        return value
 
 
 class AuditConfig(Model):
@@ -150,7 +256,28 @@ class AuditConfig(Model):
     queue_size: int = Field(100_000, ge=100)
     batch_size: int = Field(500, ge=1)
     flush_interval_s: float = Field(0.2, gt=0)
+    # Where events go while the store is down (JSON lines, replayed into the store when it is back).
     spill_path: str = "./audit.spill.jsonl"
+    # batch: events are committed in batches after their responses (a crash loses the last
+    # flush_interval_s). strict: a response waits until its event is committed to the store or
+    # fsync'd to the spill file (group commit: concurrent requests share one commit).
+    durability: Literal["batch", "strict"] = "batch"
+
+    @field_validator("store")
+    @classmethod
+    def _store(cls, value: str) -> str:
+        text = value.strip()
+        if text in ("", "none"):
+            return value
+        try:
+            backend = make_url("postgresql" + text[len("postgres"):] if text.startswith("postgres://") else text)
+            name = backend.get_backend_name()
+        except Exception:
+            name = ""
+        if name not in ("sqlite", "postgresql"):  # never echo the URL: it may hold a password
+            raise ValueError("store must be sqlite:///PATH or postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DB "
+                             "(postgres:// and postgresql:// are read as postgresql+asyncpg://), or none")
+        return value
 
 
 class TelemetryConfig(Model):
@@ -159,6 +286,12 @@ class TelemetryConfig(Model):
     otlp_endpoint: str | None = None
     service_name: str = "mcp-gateway"
     trace_sample_ratio: float = Field(1.0, ge=0, le=1)
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _otlp(cls, value: str | None) -> str | None:
+        # Empty means off too (``${OTEL_EXPORTER_OTLP_ENDPOINT:-}`` in the shipped configs).
+        return value if not value else _http_url(value, "otlp_endpoint (OTLP/HTTP)")
 
 
 class GatewayConfig(Model):
@@ -169,6 +302,9 @@ class GatewayConfig(Model):
     rate_limits: RateLimitConfig = RateLimitConfig()
     audit: AuditConfig = AuditConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    # The default `egress:` of every connector kind that has one (openapi; mcp over HTTP): a
+    # connector's own block replaces the keys it sets and inherits the others.
+    egress: EgressConfig = EgressConfig()
     # Where the file was read from; relative paths in connector configs resolve against it.
     base_dir: str = "."
 
@@ -202,6 +338,12 @@ def _format_path(path: PathKey) -> str:
         else:
             text += ("." if text else "") + str(part)
     return text
+
+
+def locate(path: PathKey, lines: Mapping[PathKey, int]) -> tuple[str, int | None]:
+    """``("connectors", 2, "spec")`` → ``("connectors[2].spec", its line)``: for problems found
+    after loading (``load_config(..., lines=...)`` fills ``lines``)."""
+    return _format_path(path), _line_for(path, dict(lines))
 
 
 def _line_for(path: PathKey, lines: dict[PathKey, int]) -> int | None:
@@ -250,6 +392,8 @@ def _errors_from(exc: ValidationError, prefix: PathKey, lines: dict[PathKey, int
         message = err["msg"]
         if err["type"] == "extra_forbidden":
             message = "unknown key"
+        elif err["type"] == "value_error":
+            message = message.removeprefix("Value error, ")  # our own validators' words, as written
         out.append(ConfigError(message, _format_path(loc), _line_for(loc, lines)))
     return out
 
@@ -266,8 +410,10 @@ def _raise(errors: list[ConfigError]) -> None:
     raise first
 
 
-def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | None = None) -> GatewayConfig:
-    """Validate config text. Raises :class:`ConfigError` naming the path and line of each problem."""
+def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | None = None,
+                 lines: dict[PathKey, int] | None = None) -> GatewayConfig:
+    """Validate config text. Raises :class:`ConfigError` naming the path and line of each problem;
+    ``lines``, when given, receives the line of every path (see :func:`locate`)."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -276,7 +422,7 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
                           mark.line + 1 if mark else None) from None
     if node is None:
         raise ConfigError("the config file is empty")
-    lines: dict[PathKey, int] = {}
+    lines = {} if lines is None else lines
     _lines(node, (), lines)
     raw = yaml.safe_load(text)
     if not isinstance(raw, dict):
@@ -288,6 +434,7 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
     raw_connectors = raw.get("connectors") or []
     if not isinstance(raw_connectors, list):
         _raise([ConfigError("must be a list of connectors", "connectors", _line_for(("connectors",), lines))])
+    egress_default = _egress_default(raw.get("egress"))
     seen: dict[str, int] = {}
     for i, entry in enumerate(raw_connectors):
         where: PathKey = ("connectors", i)
@@ -299,8 +446,13 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
             errors.append(ConfigError(f"unknown connector type {kind!r} (expected one of {', '.join(KINDS)})",
                                       _format_path(where + ("type",)), _line_for(where + ("type",), lines)))
             continue
+        model = config_model(kind)
+        if egress_default and "egress" in model.model_fields:
+            own = entry.get("egress")
+            entry = {**entry, "egress": {**egress_default, **own} if isinstance(own, dict) else
+                     egress_default if own is None else own}
         try:
-            cfg = config_model(kind).model_validate(entry)
+            cfg = model.model_validate(entry)
         except ValidationError as exc:
             errors.extend(_errors_from(exc, where, lines))
             continue
@@ -318,11 +470,24 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
     return config.model_copy(update={"connectors": tuple(connectors)})
 
 
-def load_config(path: str | Path, env: dict[str, str] | None = None) -> GatewayConfig:
+def _egress_default(raw: Any) -> dict[str, Any]:
+    """The top-level ``egress`` keys to fold into connector entries ({} when absent or invalid:
+    an invalid block is reported once, at its own path, by the model of the whole file)."""
+    if not isinstance(raw, dict):
+        return {}
+    try:
+        EgressConfig.model_validate(raw)
+    except ValidationError:
+        return {}
+    return raw
+
+
+def load_config(path: str | Path, env: dict[str, str] | None = None,
+                lines: dict[PathKey, int] | None = None) -> GatewayConfig:
     """Read and validate a config file; relative paths inside resolve against its folder."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {p}: {exc.strerror or exc}") from None
-    return parse_config(text, base_dir=p.resolve().parent, env=env)
+    return parse_config(text, base_dir=p.resolve().parent, env=env, lines=lines)

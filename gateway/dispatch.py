@@ -18,7 +18,8 @@ Multi round-trip requests: a connector may answer ``input_required`` (a 2026-07-
 asking for sampling, elicitation or roots). A 2026-07-28 caller gets that result (its
 ``requestState`` sealed by :mod:`gateway.stateless`); for an older caller the dispatcher asks
 the client itself, over its session, and calls the connector again with the answers — at most
-:data:`MAX_INPUT_ROUNDS` times.
+:data:`MAX_INPUT_ROUNDS` times. Each input goes through the session's ``request``, so the caps on
+server→client requests (``gateway.server_requests``) hold: past them the call fails with -32029.
 """
 
 from __future__ import annotations

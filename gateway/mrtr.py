@@ -8,6 +8,8 @@ and waits for the answer. The gateway bridges the two by keeping the call runnin
 * :class:`PendingInputs` is the call's mailbox. The call's downstream handle turns each
   server→client request into an entry (:meth:`PendingInputs.ask` awaits its answer).
 * :func:`run_until_input` runs the call until it finishes or asks for input.
+  (How many inputs a call may ask is the business of its downstream handle: the configured caps
+  on server→client requests, applied before :meth:`PendingInputs.ask`.)
 * :class:`ParkedCalls` keeps a call that asked, under a random id that goes into the sealed
   ``requestState``; the client's retry takes it back (:meth:`ParkedCalls.take`), its answers fill
   the mailbox and the call goes on. A call nobody comes back for is cancelled after the
@@ -30,12 +32,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PendingInputs", "ParkedCall", "ParkedCalls", "run_until_input", "MAX_INPUT_REQUESTS"]
+__all__ = ["PendingInputs", "ParkedCall", "ParkedCalls", "run_until_input"]
 
 log = logging.getLogger("gateway.mrtr")
-
-# Input requests one call may have outstanding at once: a hostile upstream cannot flood a client.
-MAX_INPUT_REQUESTS = 16
 
 
 class PendingInputs:
@@ -52,9 +51,8 @@ class PendingInputs:
 
     async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Register a request for the client and wait for its answer (the call's task blocks here
-        while the call is parked)."""
-        if len(self._asked) >= MAX_INPUT_REQUESTS:
-            raise RuntimeError(f"more than {MAX_INPUT_REQUESTS} input requests outstanding for one call")
+        while the call is parked). How many a call may ask is capped before this, by the caller's
+        budget (``gateway.server_requests``, see :mod:`gateway.stateless`)."""
         key = f"gw-{next(self._keys)}"
         request: dict[str, Any] = {"method": method}
         if params is not None:

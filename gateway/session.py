@@ -13,6 +13,11 @@ which :class:`gateway.app.Gateway` implements.
 
 Cancellation: the task serving a request is registered while it runs; ``notifications/cancelled``
 cancels it, and the request produces no response, as the specification asks.
+
+Server→client requests (:meth:`Session.request`, what upstreams ask of the client) are capped per
+call and per session per second (``gateway.server_requests``, :mod:`gateway.policy.server_requests`);
+one over a cap is refused at once with :class:`~gateway.protocol.errors.RateLimited` (-32029, scope
+``server_requests``), which the connector passes back to the upstream that asked.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from gateway.config import ServerRequestLimits
 from gateway.context import ANONYMOUS, CallContext, LocalHandler, Principal
+from gateway.policy import Refusal, ServerRequestBudget
 from gateway.protocol import jsonrpc
 from gateway.protocol.errors import (
     InternalError,
@@ -33,12 +40,14 @@ from gateway.protocol.errors import (
     InvalidRequest,
     MethodNotFound,
     ProtocolError,
+    RateLimited,
     RequestTimeout,
 )
 from gateway.protocol.lifecycle import SessionLifecycle, SessionState
 from gateway.protocol.versions import negotiate
 
-__all__ = ["Session", "SessionHost", "ServerIdentity", "Send", "LOG_LEVELS"]
+__all__ = ["Session", "SessionHost", "ServerIdentity", "Send", "LOG_LEVELS", "server_request_budget",
+           "server_request_refused"]
 
 log = logging.getLogger("gateway.session")
 
@@ -73,6 +82,9 @@ class SessionHost(Protocol):
     @property
     def request_timeout_s(self) -> float: ...
 
+    @property
+    def server_request_limits(self) -> ServerRequestLimits: ...
+
     def capabilities(self) -> dict[str, Any]: ...
 
     async def dispatch(self, session: Session, request_id: str | int, method: str, params: dict[str, Any],
@@ -82,6 +94,20 @@ class SessionHost(Protocol):
     async def session_closed(self, session: Session) -> None: ...
 
     def client_roots_changed(self, session: Session) -> None: ...
+
+
+def server_request_budget(limits: ServerRequestLimits) -> ServerRequestBudget:
+    return ServerRequestBudget(limits.max_per_call, limits.max_per_session_per_s, limits.burst)
+
+
+def server_request_refused(method: str, refusal: Refusal) -> RateLimited:
+    """The error an upstream gets for a server→client request over a cap."""
+    if refusal.scope == "call":
+        return RateLimited(f"Refused {method}: this call already sent {int(refusal.limit)} requests to the client "
+                           f"(gateway.server_requests.max_per_call)", 0, "server_requests")
+    return RateLimited(f"Refused {method}: more than {refusal.limit:g} requests per second to the client in this "
+                       f"session (gateway.server_requests.max_per_session_per_s)",
+                       max(1, round(refusal.retry_after * 1000)), "server_requests")
 
 
 class Session:
@@ -106,6 +132,7 @@ class Session:
         self._cancelled: set[str | int] = set()
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
+        self._budget: ServerRequestBudget | None = None  # made on the first server→client request
 
     @property
     def state(self) -> SessionState:
@@ -140,6 +167,8 @@ class Session:
         finally:
             self._inflight.pop(rid, None)
             self._cancelled.discard(rid)
+            if self._budget is not None:
+                self._budget.call_ended(rid)
 
     async def _serve(self, rid: str | int, method: str, params: dict[str, Any], traceparent: str | None) -> dict[str, Any]:
         if method == "initialize":
@@ -229,6 +258,15 @@ class Session:
             raise MethodNotFound(f"The client did not declare the {needed} capability")
         if self.lifecycle.state is SessionState.CLOSED:
             raise InternalError("The client session is closed")
+        budget = self._budget
+        if budget is None:
+            budget = self._budget = server_request_budget(self.host.server_request_limits)
+        # Charged to its call while that call runs (a late one only to the session: the per-call
+        # count is forgotten when the call ends).
+        call = related_request_id if related_request_id in self._inflight else None
+        refusal = budget.admit(call, time.monotonic())
+        if refusal is not None:
+            raise server_request_refused(method, refusal)
         rid = f"gw-{next(self._ids)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future

@@ -14,6 +14,13 @@ sealed ``requestState`` names the parked call; its retry with ``inputResponses``
 A connector that itself returns ``input_required`` (a modern upstream) has its ``requestState``
 sealed inside the gateway's, and unwrapped again on the retry, so a client can never forge or
 replay another caller's state.
+
+The caps on server→client requests (``gateway.server_requests``) hold here too: a parked call
+may ask at most ``max_per_call`` inputs in all its rounds (and no faster than the session rate;
+the call is this request's only "session"), and an upstream's own ``inputRequests`` are counted
+across the call's rounds through the sealed state. What is over a cap is refused: to the
+upstream that asked (-32029), or, for an upstream's ``input_required``, to the client instead of
+passing the requests on.
 """
 
 from __future__ import annotations
@@ -22,23 +29,27 @@ import asyncio
 import itertools
 import logging
 import secrets
+import time
 from typing import Any, Protocol
 
+from gateway.config import ServerRequestLimits
 from gateway.context import LocalHandler, Principal
 from gateway.mrtr import ParkedCall, ParkedCalls, PendingInputs, run_until_input
+from gateway.policy import ServerRequestBudget
 from gateway.protocol import jsonrpc
 from gateway.protocol.errors import (
     InvalidParams,
     MethodNotFound,
     MissingRequiredClientCapability,
     ProtocolError,
+    RateLimited,
     RequestTimeout,
 )
 from gateway.protocol.lifecycle import StatelessLifecycle
 from gateway.protocol.meta import RequestMeta
 from gateway.protocol.request_state import RequestStateCodec, request_digest
 from gateway.protocol.revisions import revision
-from gateway.session import LOG_LEVELS, Send
+from gateway.session import LOG_LEVELS, Send, server_request_budget, server_request_refused
 
 __all__ = ["StatelessSession", "StatelessHost", "MRTR_METHODS"]
 
@@ -53,6 +64,7 @@ _ids = itertools.count(1)
 _CLIENT_CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation",
                       "roots/list": "roots"}
 _INPUT_CAPABILITIES = frozenset(_CLIENT_CAPABILITY.values())
+_CALL = "call"  # the budget's key for this request's one call
 
 
 class StatelessHost(Protocol):
@@ -60,6 +72,9 @@ class StatelessHost(Protocol):
 
     @property
     def request_timeout_s(self) -> float: ...
+
+    @property
+    def server_request_limits(self) -> ServerRequestLimits: ...
 
     @property
     def parked(self) -> ParkedCalls: ...
@@ -94,6 +109,8 @@ class StatelessSession:
         self._inputs: PendingInputs | None = None
         self._missing: dict[str, dict[str, Any]] = {}  # capabilities the backend asked for in vain
         self._revision = revision(meta.version)
+        self._budget: ServerRequestBudget | None = None  # made on the first server→client request
+        self._asked_before = 0  # inputs an upstream asked in earlier rounds (from the sealed state)
 
     # -- what connectors and filters use --------------------------------------------------------
     async def notify(self, method: str, params: dict[str, Any] | None = None,
@@ -120,6 +137,11 @@ class StatelessSession:
             raise MissingRequiredClientCapability(dict(self._missing))
         if self._inputs is None:
             raise MethodNotFound(f"{method} cannot be asked of a 2026-07-28 client during this request")
+        if self._budget is None:
+            self._budget = server_request_budget(self.host.server_request_limits)
+        refusal = self._budget.admit(_CALL, time.monotonic())
+        if refusal is not None:
+            raise server_request_refused(method, refusal)
         try:
             async with asyncio.timeout(timeout or self.host.request_timeout_s):
                 return await self._inputs.ask(method, params)
@@ -148,6 +170,8 @@ class StatelessSession:
                 if payload.get("kind") == "parked":
                     return await self._resume(rid, method, params, str(payload.get("call")))
                 params = _with_upstream_state(params, payload.get("state"))
+                asked = payload.get("asked")
+                self._asked_before = asked if isinstance(asked, int) else 0
             return await self._run(rid, method, params, traceparent, local)
         except ProtocolError as exc:
             return self._error(rid, exc)
@@ -225,7 +249,14 @@ class StatelessSession:
         if result.get("resultType") == "input_required":
             # A modern upstream asks: its requestState travels inside the gateway's own, sealed and
             # bound to this caller and this request (the upstream's state is opaque to us).
-            payload: dict[str, Any] = {"kind": "upstream"}
+            requests = result.get("inputRequests")
+            asked = self._asked_before + (len(requests) if isinstance(requests, dict) else 0)
+            cap = self.host.server_request_limits.max_per_call
+            if asked > cap:
+                return self._error(rid, RateLimited(
+                    f"The backend asked the client for {asked} inputs in this call, over "
+                    f"gateway.server_requests.max_per_call ({cap}); none were passed on", 0, "server_requests"))
+            payload: dict[str, Any] = {"kind": "upstream", "asked": asked}
             if isinstance(result.get("requestState"), str):
                 payload["state"] = result["requestState"]
             sealed = self.host.request_states.seal(payload, principal=self.principal.name, method=method,

@@ -20,6 +20,7 @@ from aiohttp import web
 from gateway.app import Gateway
 from gateway.config import GatewayConfig, parse_config
 from gateway.transports.http_app import build_app
+from gateway.transports.http_server import start_server
 
 __all__ = ["free_port", "running_gateway", "RunningGateway", "gateway_process", "GatewayProcess", "config_from"]
 
@@ -63,15 +64,12 @@ async def running_gateway(config: str | GatewayConfig, base_dir: str | Path | No
     gateway = Gateway(cfg)
     await gateway.start()
     app = build_app(gateway)
-    runner = web.AppRunner(app, shutdown_timeout=1.0)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
+    runner = await start_server(app, lambda: gateway.config.gateway.http, "127.0.0.1", 0, shutdown_timeout=1.0)
     port = runner.addresses[0][1]
     try:
         yield RunningGateway(gateway, f"http://127.0.0.1:{port}", app)
     finally:
-        await gateway.drain(grace_s=1.0)
+        await gateway.drain(grace_s=1.0, linger_s=0)  # tests end their sessions: no follow-up to wait for
         await runner.shutdown()
         await gateway.stop(grace_s=0)
         await runner.cleanup()

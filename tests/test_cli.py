@@ -222,3 +222,172 @@ def test_stdio_serves_both_eras_on_one_pipe(tmp_path: Path) -> None:
     assert replies["u"]["error"]["code"] == -32022
     assert replies[1]["result"]["protocolVersion"] == "2025-11-25"
     assert "resultType" not in replies[2]["result"]
+
+
+def test_version() -> None:
+    from importlib.metadata import version
+
+    result = _cli("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"mcp-gateway {version('mcp-gateway')}"
+
+
+def test_validate_catches_what_the_config_alone_can_tell(tmp_path: Path) -> None:
+    """Each of these used to pass validate and then fail serve or silently mis-serve (issue 15)."""
+    spec = REPO / "tests" / "data" / "openapi" / "petstore-v3.json"
+    bad = tmp_path / "gateway.yaml"
+    bad.write_text(f"""\
+auth:
+  api_keys:
+    - {{name: ops, key_file: ./ops.key, groups: [ops]}}
+    - {{name: ci, key: abc, groups: [ci]}}
+    - {{name: bot, key_file: ./bot.key}}
+access:
+  - {{principals: ["group:ops", "group:opz", "robot"], allow: ["*"]}}
+connectors:
+  - {{name: pets, type: openapi, spec: ./missing.yaml}}
+  - name: shop
+    type: openapi
+    spec: {spec}
+    overrides: {{getPetByIdd: {{name: get_pet}}}}
+    include: {{operations: [getPetById, findPetsByStatuss]}}
+  - {{name: up, type: mcp, command: nodee, args: [server.js]}}
+  - {{name: db, type: sql, url: "sqlite+aiosqlite:///./nope.db"}}
+  - {{name: team, type: static, resources: [{{uri: "x://1", name: one, path: ./gone.md}}]}}
+""")
+    (tmp_path / "ops.key").write_text("abc\n")  # the same key as ci's
+    result = _cli("validate", str(bad))
+    assert result.returncode == 2 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    expected = [
+        "auth.api_keys[1] (line 4): the same key as api key 'ops'",
+        "auth.api_keys[2].key_file (line 5): cannot read",
+        "access[0].principals[1] (line 7): no principal has the group 'opz' (no api key lists it)",
+        "access[0].principals[2] (line 7): no principal is named 'robot'",
+        "connectors[0].spec (line 9): cannot read the spec file",
+        "connectors[1].overrides.getPetByIdd (line 13): the spec has no operation with operationId 'getPetByIdd'",
+        "connectors[1].include.operations[1] (line 14): the spec has no operation with operationId 'findPetsByStatuss'",
+        "connectors[2].command (line 15): command 'nodee' is not on PATH",
+        "connectors[3].url (line 16): sqlite database file not found",
+        "connectors[4].resources[0].path (line 17): file not found",
+    ]
+    assert len(lines) == len(expected), result.stderr
+    for line, want in zip(lines, expected, strict=True):
+        assert line.startswith(f"{bad}: {want}"), (line, want)
+    # JWTs may carry groups and subjects nobody can list in advance: those references are not errors.
+    (tmp_path / "bot.key").write_text("bot-key\n")
+    (tmp_path / "ops.key").write_text("ops-key\n")
+    jwt = bad.read_text().replace("access:", "  jwt: {jwks_url: 'https://idp.example/jwks.json', groups_claim: groups}\n"
+                                              "access:")
+    bad.write_text(jwt)
+    assert "access[" not in _cli("validate", str(bad)).stderr
+
+
+@pytest.mark.parametrize(("snippet", "message"), [
+    ("auth: {api_keys: [{name: a, key_sha256: '9f86d0...'}]}",
+     "auth.api_keys[0].key_sha256 (line 1): key_sha256 must be 64 hexadecimal characters"),
+    ("auth: {api_keys: [{name: a, key: k}, {name: b, key_sha256: "
+     "'8254c329a92850f6d539dd376f4816ee2764517da5e0235514af433164480d7a'}]}",
+     "auth (line 1): api_keys 'a' and 'b' have the same key"),
+    ("audit: {store: 'mysql://u:hunter2@db/audit'}", "audit.store (line 1): store must be sqlite:///PATH or "
+                                                      "postgresql+asyncpg://"),
+    ("rate_limits: {backend: 'redis:127.0.0.1:6379'}", "rate_limits.backend (line 1): backend must be memory, redis://"),
+    ("telemetry: {otlp_endpoint: 'otel-collector:4318'}", "telemetry.otlp_endpoint (line 1): otlp_endpoint (OTLP/HTTP)"
+                                                          " must be an http:// or https:// URL"),
+    ("connectors: [{name: p, type: openapi, spec: 'ftp://host/spec.json'}]", "connectors[0].spec (line 1): spec must be "
+                                                                              "a file path"),
+    ("connectors: [{name: p, type: openapi, spec: ./s.json, base_url: 'petstore:8080'}]",
+     "connectors[0].base_url (line 1): base_url must be an http:// or https:// URL"),
+])
+def test_validate_refuses_malformed_values_with_their_line(tmp_path: Path, snippet: str, message: str) -> None:
+    path = tmp_path / "gateway.yaml"
+    path.write_text(snippet + "\n")
+    result = _cli("validate", str(path))
+    assert result.returncode == 2 and result.stderr.startswith(f"{path}: {message}"), result.stderr
+    assert "hunter2" not in result.stderr
+
+
+def test_a_malformed_key_stops_serve_before_anything_starts(tmp_path: Path) -> None:
+    """It used to start the connectors, then fail with asyncio's "Task was destroyed" noise."""
+    config = tmp_path / "gateway.yaml"
+    config.write_text(CORE_ONLY + f"auth: {{api_keys: [{{name: ops, key_file: ./missing.key}}]}}\n"
+                      f"connectors:\n  - {{name: tiny, type: mcp, command: {sys.executable}, "
+                      f"args: [{REPO / 'examples' / 'tiny_mcp_server.py'}]}}\n")
+    result = _cli("serve", "--config", str(config), "--port", "0")
+    assert result.returncode == 2
+    assert "auth.api_keys[0].key_file: cannot read" in result.stderr
+    assert "Task was destroyed" not in result.stderr and "Traceback" not in result.stderr
+    assert "connector tiny" not in result.stderr  # nothing was started
+
+
+async def test_validate_deep_starts_every_connector_and_reaches_every_backend(tmp_path: Path, pg_url: str,
+                                                                               redis_url: str) -> None:
+    from aiohttp import web
+    from sqlalchemy.engine import make_url
+
+    pg = make_url(pg_url)
+    missing_db = pg.set(drivername="postgresql+asyncpg", database="h15_no_such_database").render_as_string(False)
+    audit = pg.set(drivername="postgres").render_as_string(False)  # postgres:// is read as postgresql+asyncpg://
+    # A spec given as a URL is only read by --deep: its operationIds are checked then.
+    async def serve_spec(request: web.Request) -> web.FileResponse:
+        return web.FileResponse(REPO / "tests/data/openapi/petstore-v3.json")
+
+    spec = web.Application()
+    spec.router.add_get("/openapi.json", serve_spec)
+    runner = web.AppRunner(spec)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    spec_port = runner.addresses[0][1]
+    config = tmp_path / "gateway.yaml"
+    config.write_text(f"""\
+audit: {{store: "{audit}", spill_path: ./spill.jsonl}}
+rate_limits: {{backend: "{redis_url}"}}
+connectors:
+  - {{name: team, type: static, prompts: [{{name: hi, messages: [{{text: hello}}]}}]}}
+  - {{name: shop, type: sql, url: "sqlite+aiosqlite:///{REPO}/examples/data/shop.db"}}
+  - {{name: orders, type: sql, url: "{missing_db}"}}
+  - {{name: pets, type: openapi, spec: "http://127.0.0.1:{spec_port}/openapi.json", overrides: {{getPetByIdd: {{}}}}}}
+  - {{name: tiny, type: mcp, command: {sys.executable}, args: [{REPO / 'examples' / 'tiny_mcp_server.py'}]}}
+""")
+    assert _cli("validate", str(config)).returncode == 0  # without --deep: nothing to see offline
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "gateway.cli", "validate", "--deep", str(config),
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        async with asyncio.timeout(60):
+            out, err = await proc.communicate()
+    finally:
+        await runner.cleanup()
+    lines = out.decode().splitlines()
+    assert proc.returncode == 1, (out, err)
+    assert lines[0] == "connector team (static): ok: 1 prompt"
+    assert lines[1] == "connector shop (sql): ok: 4 tools, 6 resources, 1 resource template, 2 prompts"
+    assert lines[2] == ('connector orders (sql): FAILED: down: Database unavailable: database "h15_no_such_database"'
+                        ' does not exist')
+    assert lines[3] == ("connector pets (openapi): FAILED: overrides.getPetByIdd: the spec has no operation with "
+                        "operationId 'getPetByIdd'")
+    assert lines[4] == "connector tiny (mcp): ok: 3 tools"
+    assert lines[5] == f"rate-limit backend {redis_url}: ok: reachable"
+    assert lines[6].startswith("audit store postgres://") and lines[6].endswith(": ok: reachable")
+    assert len(lines) == 7 and err.decode().strip().endswith("2 of 7 checks failed")
+
+
+def test_validate_deep_passes_the_quickstart() -> None:
+    result = _cli("validate", "--deep", str(REPO / "examples" / "quickstart.yaml"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == [
+        "connector team (static)", "connector shop (sql)", "connector tiny (mcp)", "audit store sqlite", f"{REPO / 'examples' / 'quickstart.yaml'}"]
+
+
+def test_list_fails_and_names_a_connector_that_started_down(tmp_path: Path, pg_url: str) -> None:
+    """A SQL connector with a wrong database name starts down (it keeps retrying): it used to log
+    nothing and list exited 0 without its tables."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(pg_url).set(drivername="postgresql+asyncpg", database="h15_no_such_database")
+    config = tmp_path / "gateway.yaml"
+    config.write_text(CORE_ONLY + "gateway: {log_format: text}\nconnectors:\n"
+                      f"  - {{name: shop, type: sql, url: '{url.render_as_string(False)}'}}\n"
+                      "  - {name: team, type: static, prompts: [{name: hi, messages: [{text: hello}]}]}\n")
+    result = _cli("list", str(config))
+    assert result.returncode == 1
+    assert 'connector shop is down: Database unavailable: database "h15_no_such_database" does not exist' in result.stderr
+    assert "connector shop is down after start" in result.stderr  # the gateway's own ERROR log line

@@ -145,7 +145,8 @@ class Authenticator:
             # client_secret_basic (RFC 6749 2.3.1: form-encoded id and secret).
             basic = {"Authorization": "Basic " + base64.b64encode(raw.encode()).decode()}
             try:
-                async with http.post(item.token_url, data=form, headers=basic,
+                # Never redirected: the client's secret goes to the token URL and nowhere else.
+                async with http.post(item.token_url, data=form, headers=basic, allow_redirects=False,
                                      timeout=aiohttp.ClientTimeout(total=30)) as resp:
                     body = await resp.json(content_type=None) if resp.status == 200 else None
                     status = resp.status

@@ -8,10 +8,11 @@ builds a request.
 from __future__ import annotations
 
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 
-from connectors.config import ConnectorConfig, Model
+from connectors.config import ConnectorConfig, EgressConfig, Model
 
 __all__ = [
     "OpenAPIConfig",
@@ -25,6 +26,14 @@ __all__ = [
 ]
 
 METHODS = ("GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE")
+
+
+def _http_url(value: str | None, what: str) -> str | None:
+    if value is not None:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"{what} must be an http:// or https:// URL")
+    return value
 
 
 def _upper_methods(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -48,6 +57,11 @@ class OAuth2ClientCredentials(Model):
     scopes: tuple[str, ...] = ()
     # Refresh this many seconds before the token's expiry.
     refresh_margin_s: float = Field(30.0, ge=0)
+
+    @field_validator("token_url")
+    @classmethod
+    def _token_url(cls, value: str | None) -> str | None:
+        return _http_url(value, "token_url")
 
 
 class OpenAPIAuth(Model):
@@ -113,3 +127,27 @@ class OpenAPIConfig(ConnectorConfig):
     retries: int = Field(2, ge=0, le=10)  # idempotent methods only
     validate_requests: bool = True
     headers: dict[str, str] = Field(default_factory=dict)  # sent on every request
+    # Where requests may go (spec, $refs, token, calls) and which redirects are followed; the
+    # gateway-wide `egress:` block fills the keys this one leaves out (connectors.egress).
+    egress: EgressConfig = EgressConfig()
+
+    @field_validator("headers")
+    @classmethod
+    def _header_lines(cls, value: dict[str, str]) -> dict[str, str]:
+        for k, v in value.items():
+            if any(c in k + v for c in "\r\n\0") or not k.strip():
+                raise ValueError(f"header {k!r}: a name and a value on one line (no CR, LF or NUL)")
+        return value
+
+    @field_validator("spec")
+    @classmethod
+    def _spec_source(cls, value: str) -> str:
+        scheme = urlsplit(value).scheme if "://" in value else ""
+        if scheme not in ("", "http", "https", "file"):
+            raise ValueError("spec must be a file path (relative to the config file), file://, http:// or https://")
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        return _http_url(value, "base_url")

@@ -9,7 +9,15 @@ reports ``components_changed``. A spec that cannot be loaded raises :class:`load
 A call: arguments → :func:`request.build_request` → openapi-core validation (nothing is sent when it
 fails; the error names the argument) → credentials → HTTP with timeout, size limit and retries for
 idempotent methods only → a ``CallToolResult`` (text, plus ``structuredContent`` for JSON). Non-2xx
-raises ``ToolExecutionError(status=...)`` with the status and an excerpt of the body.
+raises ``ToolExecutionError(status=...)`` with the status and an excerpt of the body in its text
+and no ``structuredContent``, which could only contradict the tool's ``outputSchema``; a response
+over ``max_response_bytes`` fails that call only.
+
+Egress. Every request (spec, ``$ref`` targets, token, calls) goes through the connector's
+:class:`~connectors.egress.EgressPolicy` (``egress:`` in its config): addresses checked after DNS,
+redirects followed within the same origin for GET/HEAD only, so credentials never leave the origin
+they are sent to. The origins the config itself writes as IP literals (``base_url``, ``spec``, the
+OAuth2 ``token_url``) are trusted as written; a spec's ``servers`` and ``$ref`` URLs are not.
 
 Exceptions. What the libraries under this connector raise (aiohttp's errors and timeouts, the spec
 core's :class:`~refs.PointerError` and :class:`~request.ArgumentError`) becomes the gateway's
@@ -36,6 +44,7 @@ import aiohttp
 from yarl import URL
 
 from connectors.base import Components, Connector, ConnectorEvents, Health, ResourceTemplateSpec, ToolSpec
+from connectors.egress import EgressPolicy, EgressRefused, Lookup, RedirectRefused
 from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
 from gateway.protocol.errors import (
     BackendUnavailable,
@@ -119,20 +128,31 @@ def _spec_edge(where: str) -> ExceptionMap:
     def failed(exc: Exception) -> loader.SpecError:
         if isinstance(exc, PointerError):
             return loader.SpecError(f"unresolvable $ref {exc.ref!r}", f"{where}{exc.where}")
+        if isinstance(exc, EgressRefused):  # for the operator: host, address, rule, how to allow it
+            return loader.SpecError(f"cannot fetch the spec: {exc}", where)
         return loader.SpecError(f"cannot fetch the spec: {type(exc).__name__}: {exc}", where)
 
-    return map_exceptions({PointerError: failed, aiohttp.ClientError: failed, TimeoutError: failed})
+    return map_exceptions({PointerError: failed, EgressRefused: failed, aiohttp.ClientError: failed,
+                           TimeoutError: failed})
 
 
-def _call_edge(op: Operation) -> ExceptionMap:
-    """Calling ``op``: serialising the arguments, then the HTTP exchange. Raises
+def _call_edge(op: Operation, connector: str) -> ExceptionMap:
+    """Calling ``op``: serialising the arguments, credentials, then the HTTP exchange. Raises
     :class:`ToolExecutionError` (``isError``: the model reads what went wrong) whose ``status``
-    tells audit and metrics what happened: ``invalid_arguments``, ``unreachable`` or ``error``.
-    Messages name only the exception type, never the URL or the backend's text."""
+    tells audit and metrics what happened: ``invalid_arguments``, ``egress_refused``,
+    ``unreachable`` or ``error``. Messages name only the exception type or the egress rule, never
+    the URL, an address or the backend's text (an egress refusal is logged in full for operators)."""
 
     def failed(exc: Exception) -> ToolExecutionError:
         if isinstance(exc, ArgumentError):
             return ToolExecutionError(f"Invalid arguments for {op.name}: {exc}", status="invalid_arguments")
+        if isinstance(exc, EgressRefused):
+            log.warning("openapi connector %s, %s %s: %s", connector, op.method, op.path, exc)
+            if isinstance(exc, RedirectRefused):
+                return ToolExecutionError(f"{op.method} {op.path}: the backend answered HTTP {exc.status}, a redirect "
+                                          f"the gateway does not follow: {exc.reason}", status="egress_refused")
+            return ToolExecutionError(f"{op.method} {op.path}: refused by the gateway's egress policy ({exc.reason})",
+                                      status="egress_refused")
         if isinstance(exc, TimeoutError):  # aiohttp's socket/connect timeouts are TimeoutErrors too
             return ToolExecutionError(f"{op.method} {op.path}: the request timed out", status="unreachable")
         if isinstance(exc, aiohttp.ClientConnectionError):
@@ -140,14 +160,16 @@ def _call_edge(op: Operation) -> ExceptionMap:
                                       status="unreachable")
         return ToolExecutionError(f"{op.method} {op.path}: {type(exc).__name__}", status="error")
 
-    return map_exceptions({ArgumentError: failed, aiohttp.ClientError: failed, TimeoutError: failed})
+    return map_exceptions({ArgumentError: failed, EgressRefused: failed, aiohttp.ClientError: failed,
+                           TimeoutError: failed})
 
 
 class OpenAPIConnector(Connector):
     kind = "openapi"
     config: OpenAPIConfig
 
-    def __init__(self, config: OpenAPIConfig, base_dir: Path = Path(".")) -> None:
+    def __init__(self, config: OpenAPIConfig, base_dir: Path = Path("."), *, lookup: Lookup | None = None) -> None:
+        """``lookup`` replaces the system resolver (tests map names to loopback addresses)."""
         super().__init__(config, base_dir)
         self._state: _State | None = None
         self._http: aiohttp.ClientSession | None = None
@@ -156,6 +178,9 @@ class OpenAPIConnector(Connector):
         self._digest: str | None = None
         self._health = Health(False, "not started")
         self._source = config.spec if loader.is_url(config.spec) else str(self._resolve(config.spec))
+        oauth2 = config.auth.oauth2
+        self._egress = EgressPolicy(config.egress, lookup=lookup, trusted=(
+            config.spec if loader.is_url(config.spec) else None, config.base_url, oauth2.token_url if oauth2 else None))
 
     def _resolve(self, spec: str) -> Path:
         p = Path(spec[7:] if spec.startswith("file://") else spec)
@@ -165,9 +190,9 @@ class OpenAPIConnector(Connector):
     async def start(self, events: ConnectorEvents, instrumentation: Instrumentation = NO_INSTRUMENTATION) -> None:
         self.attach(events, instrumentation)
         if self._http is None:
-            self._http = aiohttp.ClientSession(
+            self._http = self._egress.client_session(
+                limit=self.config.max_concurrency or 100,
                 timeout=aiohttp.ClientTimeout(total=self.config.request_timeout_s),
-                connector=aiohttp.TCPConnector(limit=self.config.max_concurrency or 100),
                 cookie_jar=aiohttp.DummyCookieJar(),  # cookies are per call, never shared between callers
             )
         try:
@@ -196,6 +221,9 @@ class OpenAPIConnector(Connector):
     def health(self) -> Health:
         return self._health
 
+    def problems(self) -> tuple[str, ...]:
+        return self._state.mapped.warnings if self._state is not None else ()
+
     def capabilities(self) -> set[str]:
         caps = {"tools"}
         if self.config.routes:
@@ -210,8 +238,8 @@ class OpenAPIConnector(Connector):
         if conditional and self._etag:
             headers["If-None-Match"] = self._etag
         with _spec_edge(url):
-            async with self._http.get(url, headers=headers,
-                                      timeout=aiohttp.ClientTimeout(total=self.config.spec_timeout_s)) as resp:
+            async with self._egress.request(self._http, "GET", url, headers=headers,
+                                            timeout=aiohttp.ClientTimeout(total=self.config.spec_timeout_s)) as resp:
                 if resp.status == 304 and conditional:
                     return None
                 if resp.status != 200:
@@ -237,7 +265,18 @@ class OpenAPIConnector(Connector):
     def _build_doc(self, doc: dict[str, Any], version: str) -> _State:
         with _spec_edge(self._source):
             mapped = map_spec(doc, version, self.config, self._source)
-        return _State(doc, mapped, self.name, self.config)
+        state = _State(doc, mapped, self.name, self.config)
+        # What needs no DNS (an IP literal, a metadata name) is refused now, not at the first call.
+        # A base URL that is not an absolute http(s) URL fails each call, as it always did.
+        with contextlib.suppress(ValueError):
+            url = URL(state.base_url)
+            if url.scheme in ("http", "https") and url.host:
+                try:
+                    self._egress.check_url(url)
+                except EgressRefused as exc:
+                    where = "base_url" if self.config.base_url else f"{self._source}#/servers"
+                    raise loader.SpecError(f"the base URL is refused: {exc}", where) from None
+        return state
 
     async def load(self) -> None:
         """(Re)load now: bundle external refs too (async), then swap the state."""
@@ -252,6 +291,9 @@ class OpenAPIConnector(Connector):
         doc = await loader.bundle(doc, raw, self._source, self._fetch_url)
         old = self._state
         self._state = self._build_doc(doc, version)
+        for warning in self._state.mapped.warnings:
+            if old is None or warning not in old.mapped.warnings:
+                log.warning("openapi connector %s: %s", self.name, warning)
         self.components = Components(tools=self._state.tool_specs, resource_templates=self._state.template_specs)
         if old is not None and self.events is not None and _listing(old) != _listing(self._state):
             self.events.components_changed()
@@ -317,21 +359,23 @@ class OpenAPIConnector(Connector):
 
     async def _call(self, state: _State, op: Operation, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         ctx.record.backend_target = f"{op.method} {op.path}"
-        edge = _call_edge(op)  # entered twice: around serialising, and inside the span around HTTP
+        edge = _call_edge(op, self.name)  # entered three times: serialising, credentials, HTTP (in the span)
         with edge:
             req = build_request(op, arguments)
         if self.config.validate_requests:
             errors = state.validator.errors(req, server_url(op.servers, self.config.server_variables)
                                             if op.servers else None)
             if errors:
-                raise ToolExecutionError(f"Invalid arguments for {op.name}: {describe(errors)}. No request was sent.",
+                raise ToolExecutionError(f"Invalid arguments for {op.name}: {describe(errors, state.validator.originals)}."
+                                         " No request was sent.",
                                          status="invalid_arguments")
         if self._http is None:
             raise BackendUnavailable(f"connector {self.name} is not running")
         for k, v in self.config.headers.items():
             req.headers.setdefault(k, v)
         requirements = op.security if op.security is not None else state.mapped.security
-        await state.auth.apply(req, requirements, self._http, op.wants_authorization)
+        with edge:  # an OAuth2 token request goes through the egress policy too
+            await state.auth.apply(req, requirements, self._http, op.wants_authorization)
         if self.config.auth.forward_caller:
             token = ctx.caller_authorization
             if token:
@@ -364,9 +408,8 @@ class OpenAPIConnector(Connector):
             if remaining is not None:
                 timeout = min(timeout, max(remaining, 0.001))
             try:
-                async with self._http.request(req.method, url, headers=headers, data=req.body,
-                                              timeout=aiohttp.ClientTimeout(total=timeout),
-                                              allow_redirects=op.idempotent) as resp:
+                async with self._egress.request(self._http, req.method, url, headers=headers, data=req.body,
+                                                timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
                     if resp.status in _RETRY_STATUS and attempt + 1 < attempts:
                         await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
                         continue
@@ -417,10 +460,12 @@ def _result(op: Operation, status: int, reason: str, content_type: str, data: by
             pass
     text = data.decode("utf-8", errors="replace") if (is_json or _is_textual(content_type, data)) else None
     if not 200 <= status < 300:
+        # Status and body go in the text only: a structuredContent here would have to match the
+        # tool's outputSchema (the success shape), and clients that validate it show the schema
+        # violation instead of the API's own message.
         excerpt = (text if text is not None else f"<{len(data)} bytes of {content_type}>")[:_EXCERPT]
-        structured = {"status": status, "body": parsed} if is_json else None
         raise ToolExecutionError(f"HTTP {status} {reason} from {op.method} {op.path}: {excerpt}".rstrip(": "),
-                                 status=status, structured=structured)
+                                 status=status)
     if not data:
         return {"content": [{"type": "text", "text": f"HTTP {status} {reason}".strip()}]}
     if is_json:

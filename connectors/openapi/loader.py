@@ -8,7 +8,9 @@ Contract:
 * :func:`bundle` rewrites ``$ref``s to other files or URLs into local ones: each external target is
   copied once under ``x-bundled`` and referenced as ``#/x-bundled/<key>``, so refs between external
   documents (even recursive ones) terminate. The document is only walked when its text contains a
-  non-local ``$ref`` at all, which keeps loading GitHub's 13 MB description fast.
+  non-local ``$ref`` at all, which keeps loading GitHub's 13 MB description fast. A document
+  fetched from a URL may refer to other URLs only (each fetched through the connector, so through
+  its egress policy), never to local files.
 
 Every error is a :class:`SpecError` whose ``path`` names the source and the JSON pointer of the
 problem, so a broken spec fails its connector with a message an operator can act on.
@@ -124,6 +126,9 @@ async def bundle(doc: dict[str, Any], raw: bytes, source: str, fetch: Fetch) -> 
         file_part, _, fragment = ref.partition("#")
         uri = _join(base, file_part) if file_part else base
         fragment = "#" + fragment
+        if is_url(base) and not is_url(uri):  # file:///etc/... from a downloaded spec
+            raise SpecError(f"$ref {ref!r}: a document fetched from a URL may refer to URLs only, not to local "
+                            "files", f"{source}{where}")
         if uri == source:
             return fragment
         ident = (uri, fragment)

@@ -25,10 +25,10 @@ from typing import Any
 from gateway.protocol.names import sanitize
 
 from .config import OpenAPIConfig, RouteRule, Selection
-from .refs import PointerError, SchemaConverter, escape_pointer
+from .refs import UNPORTABLE_NOTE, PointerError, SchemaConverter, escape_pointer
 
 __all__ = ["Arg", "Operation", "MappedSpec", "map_spec", "iter_operations", "pick_media_type",
-           "HTTP_METHODS", "uri_template_for"]
+           "HTTP_METHODS", "uri_template_for", "unknown_operations"]
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
@@ -193,8 +193,11 @@ class _Builder:
                 n += 1
         if isinstance(schema, dict):
             schema = dict(schema)
-            if description and "description" not in schema:
+            own = schema.get("description")
+            if description and own is None:
                 schema["description"] = description
+            elif description and isinstance(own, str) and own.startswith(UNPORTABLE_NOTE):
+                schema["description"] = f"{description}\n\n{own}"  # the parameter's words first
         self.props[name] = schema
         if required:
             self.required.append(name)
@@ -383,12 +386,26 @@ def _one(conv: SchemaConverter, cfg: OpenAPIConfig, path: str, method: str, item
     )
 
 
+def unknown_operations(doc: dict[str, Any], cfg: OpenAPIConfig) -> list[tuple[tuple[str | int, ...], str]]:
+    """Where the config names an operationId the document does not have, as (path in the
+    connector's config, operationId): an ``overrides`` key or an ``include``/``exclude``
+    ``operations`` entry that would silently do nothing."""
+    known = {op.get("operationId") for _, _, _, op in iter_operations(doc)}
+    found: list[tuple[tuple[str | int, ...], str]] = [(("overrides", name), name) for name in cfg.overrides
+                                                      if name not in known]
+    for section, selection in (("include", cfg.include), ("exclude", cfg.exclude)):
+        found += [((section, "operations", i), name) for i, name in enumerate(selection.operations)
+                  if name not in known]
+    return found
+
+
 def map_spec(doc: dict[str, Any], version: str, cfg: OpenAPIConfig, source: str = "spec") -> MappedSpec:
     """Map every selected operation. Raises ``PointerError`` naming the broken ``$ref``."""
     conv = SchemaConverter(doc, version)
     ops: list[Operation] = []
     taken: set[str] = set()
-    warnings: list[str] = []
+    warnings = [f"{'.'.join(str(p) for p in where[:2])}: the spec has no operation with operationId {name!r}"
+                for where, name in unknown_operations(doc, cfg)]
     for path, method, item, op in iter_operations(doc):
         if not cfg.include.empty and not _matches(cfg.include, path, method, op, every=True):
             continue

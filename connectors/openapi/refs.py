@@ -22,7 +22,9 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote
 
-__all__ = ["PointerError", "resolve_pointer", "escape_pointer", "SchemaConverter", "JSON_TYPES"]
+from gateway.protocol.patterns import portable_pattern
+
+__all__ = ["PointerError", "resolve_pointer", "escape_pointer", "SchemaConverter", "JSON_TYPES", "UNPORTABLE_NOTE"]
 
 JSON_TYPES = frozenset({"null", "boolean", "object", "array", "number", "string", "integer"})
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
@@ -181,6 +183,7 @@ class SchemaConverter:
                         out_ref[k] = schema[k]
             return out_ref
         out: dict[str, Any] = {}
+        unportable: list[str] = []  # rules left out: clients could not compile their patterns
         for k, v in schema.items():
             if k in _DROP or k.startswith("x-") or k == "$ref":
                 continue
@@ -190,8 +193,22 @@ class SchemaConverter:
                     for pk, pv in v.items():
                         if k == "properties" and mode != "any" and self._is_read_only(pv, mode):
                             continue
+                        if k == "patternProperties":
+                            portable_key = portable_pattern(pk)
+                            if portable_key.pattern is None:
+                                unportable.append(f"properties named like {pk} have a schema of their own "
+                                                  f"({portable_key.reason})")
+                                continue
+                            pk = portable_key.pattern
                         props[pk] = self._conv(pv, mode, refs, where)
                     out[k] = props
+            elif k == "pattern":
+                if isinstance(v, str):
+                    portable = portable_pattern(v)
+                    if portable.pattern is not None:
+                        out[k] = portable.pattern
+                    else:
+                        unportable.append(f"the value must match {v} ({portable.reason})")
             elif k in _SCHEMA_ONE:
                 out[k] = self._conv(v, mode, refs, where)
             elif k in _SCHEMA_LISTS:
@@ -231,6 +248,8 @@ class SchemaConverter:
             else:
                 out[k] = v
         _format_hints(out)
+        if unportable:
+            _note_unportable(out, unportable, mode)
         if "example" in schema and "examples" not in schema:
             out["examples"] = [schema["example"]]
         if "required" in out and "properties" in out and mode != "any":
@@ -278,6 +297,18 @@ def _format_hints(out: dict[str, Any]) -> None:
     elif fmt == "byte" and "pattern" not in out:
         out["pattern"] = _BASE64
         out.setdefault("contentEncoding", "base64")
+
+
+# Starts the description note for a rule left out of a schema (see ``_note_unportable``).
+UNPORTABLE_NOTE = "Left out of this schema, as clients could not compile the pattern: "
+
+
+def _note_unportable(out: dict[str, Any], rules: list[str], mode: str) -> None:
+    """Say in the description what a left-out pattern required: the model still learns the rule."""
+    checked = "the gateway checks it before calling the API" if mode != "response" else "the API applies it"
+    note = UNPORTABLE_NOTE + "; ".join(rules) + f". {checked[0].upper()}{checked[1:]}."
+    desc = out.get("description")
+    out["description"] = f"{desc}\n\n{note}" if isinstance(desc, str) and desc else note
 
 
 def _nullable(out: dict[str, Any]) -> dict[str, Any]:

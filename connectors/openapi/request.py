@@ -7,6 +7,10 @@ parameters declared with ``content`` are sent as JSON. Bodies are JSON, form-url
 multipart (built here, byte for byte, so the exact bytes can be validated before sending), or the
 raw ``body`` argument for other media types.
 
+Header and cookie values are single lines: a CR, LF or NUL (or a ';' in a cookie) is an
+:class:`ArgumentError` naming the argument. A path value that would be the segment ``.`` or ``..``
+is sent percent-encoded (``%2E``), so no client or server removes it as a dot segment.
+
 The result carries the encoded path and query separately from the server URL so that the same
 request can be checked by openapi-core against the spec's own server while being sent to a
 ``base_url`` override.
@@ -26,6 +30,8 @@ from .mapping import Arg, Operation
 __all__ = ["PreparedRequest", "build_request", "ArgumentError", "server_url", "encode_component"]
 
 _UNRESERVED = "-._~"
+_NOT_IN_HEADERS = ("\r", "\n", "\0")
+_DOT_SEGMENTS = frozenset({".", ".."})
 _RESERVED = ":/?#[]@!$&'()*+,;="
 
 
@@ -148,13 +154,21 @@ def _query_pairs(a: Arg, value: Any) -> list[tuple[str, str]]:
 
 def _header_value(a: Arg, value: Any) -> str:
     if a.content_type:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    if isinstance(value, list):
-        return ",".join(_scalar(v) for v in value)
-    if isinstance(value, dict):
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    elif isinstance(value, list):
+        text = ",".join(_scalar(v) for v in value)
+    elif isinstance(value, dict):
         sep = "=" if a.explode else ","
-        return ",".join(f"{k}{sep}{_scalar(v)}" for k, v in value.items())
-    return _scalar(value)
+        text = ",".join(f"{k}{sep}{_scalar(v)}" for k, v in value.items())
+    else:
+        text = _scalar(value)
+    # A line break would end the header and start another one (header injection); a ';' in a
+    # cookie value would start another cookie (one that could shadow a credential cookie).
+    if any(c in text for c in _NOT_IN_HEADERS) or (a.location == "cookie" and ";" in text):
+        where = "a cookie value cannot carry ';', CR, LF or NUL" if a.location == "cookie" else \
+            "a header value cannot carry CR, LF or NUL (one line only)"
+        raise ArgumentError(a.arg, where)
+    return text
 
 
 def _form_body(fields: dict[str, Any]) -> bytes:
@@ -226,7 +240,10 @@ def build_request(op: Operation, arguments: dict[str, Any]) -> PreparedRequest:
             continue
         value = arguments[a.arg]
         if a.location == "path":
-            path = path.replace("{" + a.name + "}", _path_value(a, value))
+            segment = _path_value(a, value)
+            if segment in _DOT_SEGMENTS:  # RFC 3986 5.2.4 would remove it: /items/.. is /, not item ".."
+                segment = segment.replace(".", "%2E")
+            path = path.replace("{" + a.name + "}", segment)
         elif a.location == "query":
             if value is None:
                 continue

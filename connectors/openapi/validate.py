@@ -7,10 +7,16 @@ server URL, so a ``base_url`` override does not make every request "unknown path
 
 :func:`describe` turns openapi-core's nested exceptions into one sentence naming the argument,
 because the model must know what to fix.
+
+Patterns are checked with the spec's own meaning: one Python's ``re`` cannot read as written
+(Java's ``\\p{L}``, ``\\x{60}`` ...) is rewritten by :func:`python_patterns` into one it can
+(:func:`gateway.protocol.patterns.python_pattern`), in the validator's copy only; the few that have
+no Python form at all are left unchecked and logged, rather than failing every call.
 """
 
 from __future__ import annotations
 
+import logging
 import warnings
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,9 +31,13 @@ from openapi_core.validation.request.validators import (
 )
 from werkzeug.datastructures import Headers, ImmutableMultiDict
 
+from gateway.protocol.patterns import python_pattern
+
 from .request import PreparedRequest
 
-__all__ = ["RequestValidator", "CoreRequest", "describe", "openapi_core_quirk", "split_server"]
+__all__ = ["RequestValidator", "CoreRequest", "describe", "openapi_core_quirk", "split_server", "python_patterns"]
+
+log = logging.getLogger(__name__)
 
 
 class CoreRequest:
@@ -66,10 +76,12 @@ class RequestValidator:
         self._v31 = version.startswith("3.1")
         self._validators: tuple[Any, Any] | None = None
         self._host, self._base = split_server(spec_server_url)
+        # Patterns rewritten for Python's re → the spec's own text (errors quote the latter).
+        self.originals: dict[str, str] = {}
 
     def _get(self) -> tuple[Any, Any]:
         if self._validators is None:
-            spec = SchemaPath.from_dict(self._doc)
+            spec = SchemaPath.from_dict(python_patterns(self._doc, self.originals))
             if self._v31:
                 self._validators = (V31RequestParametersValidator(spec), V31RequestBodyValidator(spec))
             else:
@@ -93,6 +105,38 @@ class RequestValidator:
         if not any(type(e).__name__ in ("PathNotFound", "OperationNotFound", "ServerNotFound") for e in found):
             found.extend(e for e in body.iter_errors(core) if type(e).__name__ != "MissingRequestBody")
         return found
+
+
+def python_patterns(node: Any, originals: dict[str, str] | None = None) -> Any:
+    """``node`` with every ``pattern`` that Python's ``re`` cannot compile rewritten into one it can
+    (same meaning; ``originals`` maps each rewriting back to the spec's text, for messages), or
+    removed when there is none (logged once). Unchanged subtrees are shared, so a spec without
+    such patterns costs one walk and no copy."""
+    originals = {} if originals is None else originals
+    if isinstance(node, dict):
+        changed: dict[str, Any] | None = None
+        for key, value in node.items():
+            if key == "pattern" and isinstance(value, str):
+                new: Any = python_pattern(value)
+                if new == value:
+                    continue
+                if new is None and value not in originals.values():
+                    log.warning("the pattern %s has no form in Python's re: arguments are not checked against it",
+                                value)
+                originals[value if new is None else new] = value
+            else:
+                new = python_patterns(value, originals)
+            if new is not value:
+                changed = dict(node) if changed is None else changed
+                if new is None:
+                    del changed[key]
+                else:
+                    changed[key] = new
+        return node if changed is None else changed
+    if isinstance(node, list):
+        items = [python_patterns(v, originals) for v in node]
+        return node if all(a is b for a, b in zip(items, node, strict=True)) else items
+    return node
 
 
 def openapi_core_quirk(exc: Exception) -> bool:
@@ -120,8 +164,9 @@ def _schema_errors(exc: BaseException | None) -> list[Any]:
     return []
 
 
-def describe(errors: list[Exception]) -> str:
-    """One readable clause per problem, naming the parameter or body property."""
+def describe(errors: list[Exception], originals: dict[str, str] | None = None) -> str:
+    """One readable clause per problem, naming the parameter or body property; a pattern is quoted
+    as the spec wrote it (``originals``: see :attr:`RequestValidator.originals`)."""
     lines: list[str] = []
     for exc in errors:
         name = getattr(exc, "name", None)
@@ -131,7 +176,11 @@ def describe(errors: list[Exception]) -> str:
         if schema_errors:
             for se in schema_errors[:5]:
                 path = "/".join(str(p) for p in getattr(se, "absolute_path", ()) or ())
-                lines.append(f"{where}{' at ' + path if path else ''}: {getattr(se, 'message', se)}")
+                message = getattr(se, "message", se)
+                pattern = getattr(se, "validator_value", None)
+                if getattr(se, "validator", None) == "pattern" and originals and pattern in originals:
+                    message = f"{getattr(se, 'instance', None)!r} does not match {originals[pattern]!r}"
+                lines.append(f"{where}{' at ' + path if path else ''}: {message}")
             continue
         msg = str(exc)
         cause = exc.__cause__

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from sqlalchemy.engine import make_url
 
 from connectors.config import ConnectorConfig, Model
+from gateway.protocol.patterns import portable_pattern
 
 from .statements import StatementError, check_single_statement, named_placeholders
 
@@ -37,6 +38,20 @@ class QueryParam(Model):
     pattern: str | None = None
     # Required unless a default is given (explicit ``required: false`` makes it nullable).
     required: bool | None = None
+
+    @field_validator("pattern")
+    @classmethod
+    def _portable(cls, value: str | None) -> str | None:
+        # Published in the tool's inputSchema: clients compile it with JavaScript or Python's re.
+        if value is None:
+            return value
+        portable = portable_pattern(value)
+        if portable.pattern is None:
+            raise ValueError(f"pattern {value!r} is not a regular expression JavaScript and Python both read: "
+                             f"{portable.reason}")
+        if portable.changed:
+            raise ValueError(f"pattern {value!r} is not read alike by JavaScript and Python: write {portable.pattern!r}")
+        return value
 
     @property
     def is_required(self) -> bool:

@@ -18,6 +18,19 @@ Contract:
 * :meth:`stop` drains the queue completely (to the store, or to the spill file when the store is
   down) before returning: the gateway calls it on SIGTERM after in-flight requests finished.
 * Retention: events older than ``retention_days`` are deleted at start and every hour.
+
+Durability (``audit.durability``):
+
+* ``batch`` (the default): :meth:`submit` returns at once and the response goes out while the event
+  waits for its batch, so a process killed with SIGKILL loses what the last ``flush_interval_s``
+  collected (SIGTERM loses nothing: :meth:`stop` drains).
+* ``strict``: :meth:`submit` returns a future the audit filter awaits before the response is
+  sent; it is resolved once the event's batch is committed to the store or appended to the spill
+  file and fsync'd. The writer does not linger for company: whatever queued while the previous
+  commit ran goes in the next one (group commit), so concurrent requests share a commit and
+  sequential ones pay about one commit each (see ``bench/policy.py``). When neither the store nor
+  the spill file can take an event (a full disk) the response is still sent, and the failure is
+  logged at error level: auditing never turns a served request into a failure.
 """
 
 from __future__ import annotations
@@ -72,6 +85,8 @@ class AuditWriter:
         self._task: asyncio.Task[None] | None = None
         self._mirror: IO[str] | None = None
         self._mirror_owned = False
+        self.strict = config.durability == "strict"
+        self._waiters: dict[str, asyncio.Future[None]] = {}  # strict: event_id -> "durable now"
         # Counters (exported as metrics by the audit filter; read by tests and the bench).
         self.submitted = 0
         self.written = 0
@@ -82,8 +97,14 @@ class AuditWriter:
 
     # -- request path -----------------------------------------------------------------------
 
-    def submit(self, event: dict[str, Any]) -> None:
+    def submit(self, event: dict[str, Any]) -> asyncio.Future[None] | None:
+        """Queue an event. In strict mode, returns a future resolved once the event is durable
+        (None when it already is); in batch mode, None."""
         self.submitted += 1
+        if self.strict and self._task is None:
+            # No writer task to wait for (not started, or stopped): durable right here.
+            self._spill([finalize(event, self.redactor)])
+            return None
         try:
             self.queue.put_nowait(event)
             if self.queue.qsize() >= self._batch_size:
@@ -91,6 +112,12 @@ class AuditWriter:
         except asyncio.QueueFull:
             self.overflowed += 1
             self._spill([finalize(event, self.redactor)])
+            return None
+        if not self.strict:
+            return None
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters[event["event_id"]] = waiter
+        return waiter
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -129,6 +156,7 @@ class AuditWriter:
                 # Cancelled while draining: write whatever is left straight to the spill file.
                 left = self._drain_nowait()[0]
                 self._spill([finalize(e, self.redactor) for e in left])
+                self._release(left)
                 for _ in left:
                     self.queue.task_done()
                 raise
@@ -175,7 +203,7 @@ class AuditWriter:
             batch = [] if first is _STOP else [first]
             if first is _STOP:
                 self.queue.task_done()
-            else:
+            elif not self.strict:  # strict: no lingering, what queued meanwhile is the batch
                 await self._linger()
             more, saw_stop = self._drain_nowait(self.config.batch_size - len(batch))
             batch.extend(more)
@@ -188,12 +216,24 @@ class AuditWriter:
                     # skips these rows by event_id, so this never duplicates.
                     self._spill(batch)
                     raise
+                except Exception:  # neither store nor spill file took it (disk full): keep going
+                    log.exception("could not write %d audit events to the store or the spill file", len(batch))
                 finally:
+                    self._release(batch)
                     for _ in batch:
                         self.queue.task_done()
             if stopping and self.queue.empty():
                 return
             await self._maintain()
+
+    def _release(self, batch: list[dict[str, Any]]) -> None:
+        """Strict mode: the batch is durable (or lost, and logged): its responses may go."""
+        if not self._waiters:
+            return
+        for event in batch:
+            waiter = self._waiters.pop(event["event_id"], None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
 
     async def _linger(self) -> None:
         """Give the batch up to ``flush_interval_s`` to fill; back sooner when it is full or the

@@ -69,6 +69,12 @@ class ApiKeyStore:
 
     def __init__(self, configs: Iterable[ApiKeyConfig], base_dir: str | Path = ".") -> None:
         self._entries = tuple(_entry(i, c, Path(base_dir)) for i, c in enumerate(configs))
+        owners: dict[bytes, str] = {}
+        for i, entry in enumerate(self._entries):
+            # One key for two principals: a request would get whichever matched last.
+            if owners.setdefault(entry.digest, entry.principal.name) != entry.principal.name:
+                raise ConfigError(f"the same key as api key {owners[entry.digest]!r}: a key must identify one "
+                                  "principal", f"auth.api_keys[{i}]")
 
     @property
     def digests(self) -> list[bytes]:

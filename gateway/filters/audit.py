@@ -6,6 +6,10 @@ the result (``isError`` → tool_error) or the exception. Recording costs a dict
 ``put_nowait`` on the request path; redaction, serialisation and all I/O happen in the
 :class:`~gateway.audit.writer.AuditWriter` task, which the gateway starts with the filter and stops
 (flushing the queue) after in-flight requests have finished.
+
+With ``audit.durability: strict`` the filter waits, before it returns (so before the response is
+sent), until the writer reports the event durable: committed, or fsync'd to the spill file. A
+cancelled request is not waited for: no response is sent for it.
 """
 
 from __future__ import annotations
@@ -66,16 +70,23 @@ class AuditFilter:
         except BaseException as exc:
             outcome, code = outcome_for(exc)
             message = exc.message if isinstance(exc, ProtocolError) else (str(exc)[:500] or type(exc).__name__)
-            self._record(ctx, ctx.record.outcome or outcome, code, message)
+            durable = self._record(ctx, ctx.record.outcome or outcome, code, message)
+            if durable is not None and not isinstance(exc, asyncio.CancelledError):
+                await durable
             raise
         outcome = ctx.record.outcome or ("tool_error" if result.get("isError") else "ok")
-        self._record(ctx, outcome, None, None)
+        durable = self._record(ctx, outcome, None, None)
+        if durable is not None:
+            await durable
         return result
 
-    def _record(self, ctx: CallContext, outcome: str, code: int | None, message: str | None) -> None:
+    def _record(self, ctx: CallContext, outcome: str, code: int | None,
+                message: str | None) -> asyncio.Future[None] | None:
+        """Submit the event; in strict mode, the future that says it is durable."""
         try:
             event = capture(ctx, outcome, code, message, (time.perf_counter() - ctx.started) * 1000.0)
-            self.writer.submit(event)
+            return self.writer.submit(event)
         except Exception:  # auditing must never turn a served request into a failure
             log.exception("could not record audit event for %s", ctx.method)
+            return None
 

@@ -14,9 +14,16 @@ against all the buckets that apply to it at once, all or nothing (see
 
 Backends: ``memory`` (one process) or ``redis://host:port/db`` — one Lua script decides every key
 of a request atomically on the server with the server's clock, so any number of replicas share one
-budget. When Redis cannot be reached the filter follows ``on_backend_error`` (``open`` lets calls
-through, ``closed`` refuses them) and logs it (at most every 10 s) and counts it
-(``backend_errors``, metric ``rate_limit_backend_errors_total``).
+budget. When Redis cannot be reached, or does not answer within ``redis_timeout_s`` (tens of ms by
+default: one attempt, no retries), the filter follows ``on_backend_error`` (``open`` lets calls
+through, ``closed`` refuses them as unavailable, -32004, not as throttled) and logs it (at most
+every 10 s) and counts it (``backend_errors``, metric ``rate_limit_backend_errors_total``). After
+``breaker_failures`` failures in a row a circuit breaker (:class:`gateway.policy.CircuitBreaker`)
+opens: every call gets ``on_backend_error`` at once, without waiting on Redis, and one call probes
+Redis again every ``breaker_cooldown_s``; a probe that succeeds closes the breaker. So a Redis that
+accepts connections but never answers costs one timeout per cool-down, not one per call.
+:meth:`RateLimitFilter.health` is what ``/readyz`` reports (kept fresh by :meth:`~RateLimitFilter.probe`,
+whose success also closes an open breaker).
 
 ``max_concurrency`` on a connector bounds its in-flight calls; a call waits for a slot until its
 deadline and is refused as rate limited (scope ``connector``) if none frees up.
@@ -37,8 +44,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from gateway.config import RateLimitConfig, RateLimitRule
 from gateway.context import CallContext
 from gateway.filters import SESSION_METHODS, Handler
-from gateway.policy import Decision, Rate, gcra_check, parse_rate
-from gateway.protocol.errors import RateLimited
+from gateway.policy import CircuitBreaker, Decision, Rate, gcra_check, parse_rate
+from gateway.protocol.errors import BackendUnavailable, RateLimited
 from gateway.telemetry import metrics
 
 if TYPE_CHECKING:
@@ -138,13 +145,19 @@ return {1, '0', -1}
 
 
 class RedisBackend:
-    """Shared buckets in Redis via one atomic Lua script (EVALSHA, loaded on first use)."""
+    """Shared buckets in Redis via one atomic Lua script (EVALSHA, loaded on first use).
 
-    def __init__(self, url: str, key_prefix: str = "gw:rl") -> None:
+    One decision is bounded by ``timeout_s`` as a whole (connect, script load, script), with no
+    retries: a slow answer is worth less than ``on_backend_error`` applied now."""
+
+    def __init__(self, url: str, key_prefix: str = "gw:rl", timeout_s: float = 0.05) -> None:
         import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
 
-        self.client = aioredis.from_url(url, socket_timeout=1.0, socket_connect_timeout=1.0,
-                                        health_check_interval=30)
+        self.timeout_s = timeout_s
+        self.client = aioredis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s,
+                                        retry=Retry(NoBackoff(), 0), health_check_interval=30)
         self.script = self.client.register_script(LUA_GCRA)
         # One hash tag: every key of a request lives in the same Redis Cluster slot.
         self.key_prefix = "{" + key_prefix + "}:"
@@ -153,7 +166,10 @@ class RedisBackend:
         args: list[float] = [1.0]
         for rate in rates:
             args.extend((rate.interval, rate.burst))
-        ok, wait, index = await self.script(keys=[self.key_prefix + k for k in keys], args=args)
+        # The socket timeouts bound each wait; this bounds their sum (a NOSCRIPT answer costs a
+        # second round trip).
+        async with asyncio.timeout(self.timeout_s * 2):
+            ok, wait, index = await self.script(keys=[self.key_prefix + k for k in keys], args=args)
         if int(ok) == 1:
             return Decision(True)
         return Decision(False, float(wait), int(index))
@@ -170,12 +186,35 @@ class RateLimitFilter:
         self.limits = tuple(CompiledLimit.compile(r) for r in config.rules)
         self.fail_open = config.on_backend_error == "open"
         self.backend_name = "redis" if config.backend.startswith(("redis://", "rediss://", "unix://")) else "memory"
-        self.backend: Backend = RedisBackend(config.backend, config.redis_prefix) if self.backend_name == "redis" else MemoryBackend()
+        self.backend: Backend = (RedisBackend(config.backend, config.redis_prefix, config.redis_timeout_s)
+                                 if self.backend_name == "redis" else MemoryBackend())
+        # Only a remote backend can be unhealthy; the memory backend never fails.
+        self.breaker = CircuitBreaker(config.breaker_failures, config.breaker_cooldown_s) \
+            if self.backend_name == "redis" else None
         self._semaphores = {name: asyncio.Semaphore(n) for name, n in (concurrency or {}).items()}
         self._needs_connector = bool(self._semaphores) or any(lim.scope == "connector" for lim in self.limits)
         self._last_error_log = float("-inf")
         self.backend_errors = 0
         self.limited = 0
+        self.backend_error: str | None = None  # why the backend failed last, None once it answers
+
+    def health(self) -> dict[str, Any]:
+        """The backend's state for ``/readyz``."""
+        out: dict[str, Any] = {"backend": self.backend_name, "up": self.backend_error is None}
+        if self.backend_error is not None:
+            out["detail"] = self.backend_error
+        return out
+
+    async def probe(self) -> None:
+        """One round trip to the backend touching no bucket, so health is current without calls."""
+        try:
+            await self.backend.check((), ())
+        except Exception as exc:  # whatever Redis raises: it is the detail readiness reports
+            self.backend_error = _describe(exc)
+            return
+        self.backend_error = None
+        if self.breaker is not None and self.breaker.success():  # Redis answers: calls may use it again
+            log.warning("rate-limit backend %s answers again; limits are enforced by it again", self.backend_name)
 
     async def stop(self) -> None:
         await self.backend.close()
@@ -216,17 +255,39 @@ class RateLimitFilter:
         return keys, rates, scopes
 
     async def _decide(self, keys: list[str], rates: list[Rate]) -> Decision:
+        breaker = self.breaker
+        if breaker is not None and not breaker.allow(time.monotonic()):
+            return self._fallback(None)  # open: Redis is not asked (backend_error keeps the last cause)
         try:
-            return await self.backend.check(keys, rates)
+            decision = await self.backend.check(keys, rates)
         except Exception as exc:  # redis errors, OSError, timeouts: apply the configured choice
-            self.backend_errors += 1
-            _count_backend_error(self.backend_name, "allow" if self.fail_open else "deny")
-            now = time.monotonic()
-            if now - self._last_error_log > 10.0:
-                self._last_error_log = now
-                log.error("rate-limit backend %s unavailable (%s); failing %s", self.backend_name,
-                          exc, "open" if self.fail_open else "closed")
-            return Decision(True) if self.fail_open else Decision(False, 1.0, -1)
+            self.backend_error = _describe(exc)
+            if breaker is not None and breaker.failure(time.monotonic()):
+                log.error("rate-limit backend %s failed %d times in a row (last: %s); failing %s without "
+                          "asking it, probing again every %g s", self.backend_name, breaker.failures,
+                          _describe(exc), "open" if self.fail_open else "closed", breaker.cooldown_s)
+            return self._fallback(exc)
+        self.backend_error = None
+        if breaker is not None and breaker.success():
+            log.warning("rate-limit backend %s answers again; limits are enforced by it again", self.backend_name)
+        return decision
+
+    def _fallback(self, exc: BaseException | None) -> Decision:
+        """``on_backend_error`` for one call: counted always, logged at most every 10 s. Open: the
+        call goes through; closed: :class:`BackendUnavailable` (-32004), never :class:`RateLimited`."""
+        self.backend_errors += 1
+        _count_backend_error(self.backend_name, "allow" if self.fail_open else "deny")
+        now = time.monotonic()
+        if now - self._last_error_log > 10.0:
+            self._last_error_log = now
+            log.error("rate-limit backend %s unavailable (%s); failing %s", self.backend_name,
+                      _describe(exc) if exc is not None else "circuit breaker open",
+                      "open" if self.fail_open else "closed")
+        if self.fail_open:
+            return Decision(True)
+        # Nothing was throttled: the limiter could not decide. Clients must not back off as if limited.
+        raise BackendUnavailable(f"rate-limit backend unavailable ({self.backend_name}); calls are refused "
+                                 "until it is back (rate_limits.on_backend_error: closed)") from None
 
     async def __call__(self, ctx: CallContext, call_next: Handler) -> dict[str, Any]:
         if ctx.method in SESSION_METHODS:
@@ -259,6 +320,10 @@ class RateLimitFilter:
             return await call_next(ctx)
         finally:
             sem.release()
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__  # a timeout's message is empty
 
 
 def _count_backend_error(backend: str, decision: str) -> None:

@@ -20,6 +20,7 @@ Who records what (so each value has exactly one writer):
 * ``gateway.audit`` — the ``AUDIT_*`` metrics (queue depth, written, spilled, dropped).
 * ``gateway.filters.ratelimit`` — :data:`RATE_LIMIT_BACKEND_ERRORS`.
 * ``gateway.auth`` — :data:`AUTH_FAILURES` (HTTP requests refused before any session exists).
+* ``gateway.transports`` (the HTTP server and app) — :data:`HTTP_REFUSED`.
 * ``gateway.reloader`` (SIGHUP, file changes) — :data:`CONFIG_RELOADS`, :data:`CONFIG_LAST_RELOAD`.
 * the gateway's connector events — :data:`CONNECTOR_RECONNECTS` (via :func:`connector_health_changed`).
 * :class:`GatewayStateCollector` at scrape time — sessions, connector health, catalog sizes (read
@@ -68,6 +69,7 @@ __all__ = [
     "DENIED",
     "RATE_LIMIT_BACKEND_ERRORS",
     "AUTH_FAILURES",
+    "HTTP_REFUSED",
     "SESSIONS_ACTIVE",
     "CONNECTOR_UP",
     "CONNECTOR_RECONNECTS",
@@ -133,6 +135,14 @@ AUTH_FAILURES = Counter(
     "auth_failures", "HTTP requests refused by authentication (reason: missing | invalid | expired).",
     ("reason",), namespace=NAMESPACE, registry=REGISTRY)
 
+# -- HTTP server limits (gateway.transports.http_server, http_app, quota) ---------------------------
+HTTP_REFUSED = Counter(
+    "http_refused",
+    "Connections and requests the HTTP limits refused or cut, by limit (max_connections | idle_evicted | "
+    "header_timeout | body_timeout | header_too_large | request_line_too_large | bad_request | "
+    "max_sessions | max_sessions_per_principal).",
+    ("limit",), namespace=NAMESPACE, registry=REGISTRY)
+
 # -- backends (connectors, through tracing.backend_call) --------------------------------------------
 BACKEND_CALL_DURATION = Histogram(
     "backend_call_duration_seconds",
@@ -178,7 +188,7 @@ def _exported_names() -> frozenset[str]:
     """Every series name a query may use: counters' _total/_created, histograms' _bucket/_sum/_count."""
     names = {SESSIONS_ACTIVE, CONNECTOR_UP, CATALOG_ITEMS}
     for metric in (REQUESTS, REQUEST_DURATION, IN_FLIGHT, RATE_LIMITED, DENIED, AUTH_FAILURES,
-                   RATE_LIMIT_BACKEND_ERRORS,
+                   RATE_LIMIT_BACKEND_ERRORS, HTTP_REFUSED,
                    BACKEND_CALL_DURATION, CONNECTOR_RECONNECTS, CONFIG_RELOADS, CONFIG_LAST_RELOAD,
                    AUDIT_QUEUE_DEPTH, AUDIT_EVENTS_WRITTEN, AUDIT_EVENTS_SPILLED, AUDIT_EVENTS_DROPPED,
                    BUILD_INFO):

@@ -1,6 +1,7 @@
 """Legacy HTTP+SSE transport (MCP 2024-11-05): ``GET /sse`` and ``POST /messages?session_id=``.
 
-The GET stream opens a session and first sends the ``endpoint`` event naming where to POST. Every
+The GET stream opens a session (under the session cap of :mod:`.quota`, which it holds a place of
+while open) and first sends the ``endpoint`` event naming where to POST. Every
 server message, responses included, travels on that stream; a POST is acknowledged with
 ``202 Accepted`` at once and its requests run in the background. A POST that cannot be parsed is
 refused with ``400`` and a JSON-RPC error body.
@@ -22,8 +23,9 @@ from gateway.session import Session
 
 from .common import batch_refused, process_frame
 from .host import SessionFactory
+from .quota import SessionQuota
 from .sse_writer import SSEWriter, open_sse
-from .streamable_http import rpc_error
+from .streamable_http import quota_refused, rpc_error
 
 __all__ = ["LegacySSE"]
 
@@ -41,16 +43,30 @@ class _SSESession:
 class LegacySSE:
     """The /sse and /messages endpoints: sessions from ``sessions``, keepalives from ``http``."""
 
-    def __init__(self, sessions: SessionFactory, http: HttpConfig, messages_path: str = "/messages") -> None:
+    def __init__(self, sessions: SessionFactory, http: HttpConfig, messages_path: str = "/messages",
+                 quota: SessionQuota | None = None) -> None:
         self.sessions = sessions
         self.http = http
         self.messages_path = messages_path
+        self.quota = quota
         self.streams: dict[str, _SSESession] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def get(self, request: web.Request, principal: Principal) -> web.StreamResponse:
         if not self.sessions.accepting:
             return rpc_error(503, INTERNAL_ERROR, "Service Unavailable: the gateway is shutting down")
+        quota = self.quota
+        if quota is not None:
+            refused = quota.acquire(principal)
+            if refused is not None:
+                return quota_refused(refused)
+        try:
+            return await self._serve(request, principal)
+        finally:
+            if quota is not None:
+                quota.release(principal)
+
+    async def _serve(self, request: web.Request, principal: Principal) -> web.StreamResponse:
         writer: SSEWriter | None = None
 
         async def send(message: dict[str, Any], related_request_id: object = None) -> None:

@@ -9,7 +9,8 @@
   balancers default to 60 s). Its events carry ids, so a client whose connection broke resumes it
   with GET + ``Last-Event-ID`` (``post_stream.py``).
 * ``initialize`` without ``Mcp-Session-Id`` creates a session and returns its id in that header;
-  every later request must carry it (400 without it, 404 for an unknown or ended one).
+  every later request must carry it (400 without it, 404 for an unknown or ended one). Past the
+  session cap (:mod:`.quota`) it is answered 503 or 429 with an error naming the limit.
 * GET opens the session's stream for unrelated server messages (list_changed, resource updates),
   or with ``Last-Event-ID`` resumes a request's stream; DELETE ends the session.
 * ``MCP-Protocol-Version`` must name a supported revision when present.
@@ -41,6 +42,7 @@ from .common import batch_refused, process_frame
 from .host import SessionFactory
 from .modern_http import ModernHTTP
 from .post_stream import PostStream, parse_event_id
+from .quota import QuotaRefusal, SessionQuota
 from .sse_writer import SSEWriter, open_sse
 
 __all__ = ["StreamableHTTP", "SESSION_HEADER", "VERSION_HEADER"]
@@ -51,9 +53,16 @@ SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
 
 
-def rpc_error(status: int, code: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(status=status, body=jsonrpc.dumps(jsonrpc.error_response(None, code, message)),
+def rpc_error(status: int, code: int, message: str, headers: dict[str, str] | None = None,
+              request_id: str | int | None = None) -> web.Response:
+    return web.Response(status=status, body=jsonrpc.dumps(jsonrpc.error_response(request_id, code, message)),
                         content_type="application/json", headers=headers)
+
+
+def quota_refused(refusal: QuotaRefusal, request_id: str | int | None = None) -> web.Response:
+    """The answer to a session the cap refuses (the limit named; ``Retry-After`` on 503)."""
+    headers = {"Retry-After": "1"} if refusal.status == 503 else None
+    return rpc_error(refusal.status, refusal.code, refusal.message, headers, request_id)
 
 
 def _names_modern(messages: list[jsonrpc.Incoming]) -> bool:
@@ -98,10 +107,12 @@ class _Channel:
 class StreamableHTTP:
     """The /mcp endpoint: sessions from ``sessions``, framing options from ``http``."""
 
-    def __init__(self, sessions: SessionFactory, http: HttpConfig, modern: ModernHTTP | None = None) -> None:
+    def __init__(self, sessions: SessionFactory, http: HttpConfig, modern: ModernHTTP | None = None,
+                 quota: SessionQuota | None = None) -> None:
         self.sessions = sessions
         self.http = http
         self.modern = modern
+        self.quota = quota
         self.channels: dict[str, _Channel] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -178,16 +189,25 @@ class StreamableHTTP:
         return await post.finish(reply)
 
     async def _initialize(self, request: web.Request, message: dict[str, Any], principal: Principal) -> web.StreamResponse:
+        quota = self.quota
+        if quota is not None:
+            refused = quota.acquire(principal)
+            if refused is not None:
+                return quota_refused(refused, message.get("id"))
         channel = _Channel(self.http.json_response)
-        session = self.sessions.open_session("streamable_http", channel.send, principal)
-        channel.session = session
-        session.caller_authorization = request.headers.get("Authorization")
-        reply = await session.handle_request(message, request.headers.get("traceparent"))
         headers = {}
-        if reply is not None and "result" in reply:
-            self.channels[session.id] = channel
-            self.sessions.add_session(session)
-            headers[SESSION_HEADER] = session.id
+        try:
+            session = self.sessions.open_session("streamable_http", channel.send, principal)
+            channel.session = session
+            session.caller_authorization = request.headers.get("Authorization")
+            reply = await session.handle_request(message, request.headers.get("traceparent"))
+            if reply is not None and "result" in reply:
+                self.channels[session.id] = channel
+                self.sessions.add_session(session)
+                headers[SESSION_HEADER] = session.id
+        finally:
+            if quota is not None and not headers:  # not established: its place is free again
+                quota.release(principal)
         return web.Response(body=jsonrpc.dumps(reply), content_type="application/json", headers=headers)
 
     # -- GET ----------------------------------------------------------------------------------
@@ -238,6 +258,8 @@ class StreamableHTTP:
         channel = self.channels.pop(session_id, None)
         if channel is None:
             return
+        if self.quota is not None and channel.session is not None:
+            self.quota.release(channel.session.principal)
         if channel.get_stream is not None:
             await channel.get_stream.close()
         if channel.session is not None:

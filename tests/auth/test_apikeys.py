@@ -48,8 +48,17 @@ async def test_auth_off_is_anonymous() -> None:
 
 
 def test_bad_key_config(tmp_path: Path) -> None:
-    for entry in ('{name: a}', '{name: a, key: x, key_sha256: "00"}', '{name: a, key_sha256: "zz"}',
-                  '{name: a, key_file: missing.txt}'):
-        cfg = parse_config(f"auth: {{api_keys: [{entry}]}}", base_dir=tmp_path)
-        with pytest.raises(ConfigError):
-            Authenticator(cfg.auth, tmp_path)
+    # What the config alone tells fails at load (validate catches it, serve starts nothing) ...
+    for entry, message in (('{name: a}', "exactly one of"), ('{name: a, key: x, key_file: k.txt}', "exactly one of"),
+                           ('{name: a, key: x, key_sha256: "00"}', "64 hexadecimal characters"),
+                           ('{name: a, key_sha256: "zz"}', "64 hexadecimal characters")):
+        with pytest.raises(ConfigError, match=message):
+            parse_config(f"auth: {{api_keys: [{entry}]}}", base_dir=tmp_path)
+    # ... what needs the key file fails when the authenticator is built, before any connector starts.
+    cfg = parse_config("auth: {api_keys: [{name: a, key_file: missing.txt}]}", base_dir=tmp_path)
+    with pytest.raises(ConfigError, match="cannot read"):
+        Authenticator(cfg.auth, tmp_path)
+    (tmp_path / "b.key").write_text("same\n")
+    cfg = parse_config("auth: {api_keys: [{name: a, key: same}, {name: b, key_file: b.key}]}", base_dir=tmp_path)
+    with pytest.raises(ConfigError, match="the same key as api key 'a'"):
+        Authenticator(cfg.auth, tmp_path)

@@ -125,7 +125,9 @@ async def test_origin_and_host_guards(gw: RunningGateway, http: aiohttp.ClientSe
 async def test_health_probes(gw: RunningGateway, http: aiohttp.ClientSession) -> None:
     async with http.get(gw.url + "/healthz") as resp:
         assert resp.status == 200 and (await resp.json())["status"] == "ok"
-    async with http.get(gw.url + "/readyz") as resp:
+    async with http.get(gw.url + "/readyz") as resp:  # public: the status alone
+        assert resp.status == 200 and await resp.json() == {"status": "ready"}
+    async with http.get(gw.url + "/readyz?verbose=1") as resp:  # auth is off: anyone may see the detail
         body = await resp.json()
         assert resp.status == 200 and body["ready"] is True and body["connectors"] == {"kit": {"up": True}}
 

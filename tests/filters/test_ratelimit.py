@@ -17,7 +17,7 @@ from gateway.config import RateLimitConfig, RateLimitRule
 from gateway.context import CallContext, Principal
 from gateway.filters.ratelimit import MemoryBackend, RateLimitFilter, RedisBackend
 from gateway.policy import parse_rate
-from gateway.protocol.errors import RateLimited
+from gateway.protocol.errors import BackendUnavailable, RateLimited
 from gateway.telemetry import metrics
 from tests.filters.mcp_http import McpHttp
 from tests.support import gateway_process
@@ -104,10 +104,18 @@ async def test_unreachable_redis_fails_as_configured(mode: str, caplog: pytest.L
     counter = metrics.RATE_LIMIT_BACKEND_ERRORS.labels(flt.backend_name, decision)
     before = counter._value.get()
     try:
-        assert await _allowed(flt, _ctx()) is (mode == "open")
-        assert await _allowed(flt, _ctx()) is (mode == "open")
+        for _ in range(2):
+            ctx = _ctx()
+            if mode == "open":
+                assert await _allowed(flt, ctx)
+                continue
+            # Closed: refused as unavailable (-32004), never as throttled: nothing was rate limited.
+            with pytest.raises(BackendUnavailable, match="rate-limit backend unavailable"):
+                await flt(ctx, _ok)
+            assert ctx.record.outcome != "rate_limited"
     finally:
         await flt.stop()
+    assert flt.health()["up"] is False and "127.0.0.1" in flt.health()["detail"]  # what /readyz reports
     assert flt.backend_errors == 2
     assert counter._value.get() - before == 2  # operators see it on /metrics too
     assert sum("unavailable" in r.message and f"failing {mode}" in r.message for r in caplog.records) == 1

@@ -50,6 +50,8 @@ async def test_results_structured_content_and_http_errors() -> None:
                 await conn.call_tool("getPetById", {"petId": 404}, c)
             assert err.value.status == 404 and c.record.backend_status == 404
             assert "HTTP 404" in err.value.message and "Pet not found" in err.value.message
+            # No structuredContent: it would have to match getPetById's outputSchema (a Pet).
+            assert "structuredContent" not in err.value.to_result()
             assert "k-secret" not in err.value.message
             # Invalid arguments: the model learns which one; nothing is sent.
             before = calls["n"]

@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 from connectors.openapi.config import OpenAPIConfig
 from connectors.openapi.loader import SpecError, check_version
 from connectors.openapi.mapping import map_spec
-from connectors.openapi.request import build_request
+from connectors.openapi.request import ArgumentError, build_request
 from gateway.protocol.names import is_valid_name
 
 from .upstream import SPECS, load_doc
@@ -87,6 +87,13 @@ def test_names_selection_overrides_and_annotations() -> None:
                                        exclude={"tags": ["x"]}))
     by = {op.name: op for op in over.operations}
     assert by["create_b"].definition["description"] == "Makes B"
+    assert over.warnings == ()
+    # Names the spec does not have would do nothing, silently: they become the spec's warnings.
+    typo = map_spec(doc, "3.0.3", cfg(overrides={"makeBB": {"name": "create_b"}},
+                                       include={"operations": ["makeB", "deleteB"]}))
+    assert [op.name for op in typo.operations] == ["makeB"]
+    assert typo.warnings == ("overrides.makeBB: the spec has no operation with operationId 'makeBB'",
+                             "include.operations: the spec has no operation with operationId 'deleteB'")
 
 
 def test_argument_collisions_are_renamed_and_routed() -> None:
@@ -158,3 +165,32 @@ def test_query_styles_and_path_styles() -> None:
     assert req.path == "/s/;m=1;m=2/.x%2Fy"
     assert req.query_string == "f=a%2Cb&e=a&e=b&d%5Bk%5D=v&p=a%7Cb"
     assert req.cookies == {"c": "cv"}
+
+
+def test_header_and_cookie_values_are_single_lines_naming_the_argument() -> None:
+    doc = _doc({"/h": {"get": {"operationId": "h", "parameters": [
+        {"name": "X-Trace", "in": "header", "schema": {"type": "string"}},
+        {"name": "X-Tags", "in": "header", "schema": {"type": "array", "items": {"type": "string"}}},
+        {"name": "sid", "in": "cookie", "schema": {"type": "string"}}]}}})
+    op = map_spec(doc, "3.0.3", cfg()).operations[0]
+    for args, arg in (({"X-Trace": "a\r\nX-Injected: 1"}, "X-Trace"), ({"X-Trace": "a\nb"}, "X-Trace"),
+                      ({"X-Trace": "a\rb"}, "X-Trace"), ({"X-Trace": "a\0b"}, "X-Trace"),
+                      ({"X-Tags": ["ok", "b\r\nX-Injected: 1"]}, "X-Tags"),
+                      ({"sid": "v; admin=1"}, "sid"), ({"sid": "v\r\nX: 1"}, "sid")):
+        with pytest.raises(ArgumentError) as info:
+            build_request(op, args)
+        assert info.value.arg == arg and f"argument {arg!r}" in str(info.value)
+    req = build_request(op, {"X-Trace": "a: b\tc", "X-Tags": ["x", "y"], "sid": "v=1,2"})
+    assert req.headers == {"X-Trace": "a: b\tc", "X-Tags": "x,y"} and req.cookies == {"sid": "v=1,2"}
+
+
+def test_dot_segment_path_values_are_percent_encoded() -> None:
+    doc = _doc({"/files/{name}/{label}": {"get": {"operationId": "f", "parameters": [
+        {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}},
+        {"name": "label", "in": "path", "required": True, "style": "label", "schema": {"type": "string"}}]}}})
+    op = map_spec(doc, "3.0.3", cfg()).operations[0]
+    cases = {(".", "x"): "/files/%2E/.x", ("..", "x"): "/files/%2E%2E/.x", ("...", "x"): "/files/.../.x",
+             ("a/../b", "x"): "/files/a%2F..%2Fb/.x", ("%2e%2e", "x"): "/files/%252e%252e/.x",
+             ("n", "."): "/files/n/%2E%2E", ("n", ""): "/files/n/%2E"}
+    for (name, label), path in cases.items():
+        assert build_request(op, {"name": name, "label": label}).path == path, (name, label)

@@ -100,7 +100,7 @@ async def test_postgres_outage_through_the_gateway(pg_url: str) -> None:
             failed = await session.call_tool("shop_query", {"sql": "SELECT 1"})
             assert failed.is_error and "Database unavailable" in failed.content[0].text
             assert "Gw-Secret-42" not in failed.content[0].text
-            async with http.get(gw.url + "/readyz?strict=1") as resp:
+            async with http.get(gw.url + "/readyz?strict=1&verbose=1") as resp:
                 body = await resp.text()
                 assert resp.status == 503 and '"up": false' in body and "Gw-Secret-42" not in body
 

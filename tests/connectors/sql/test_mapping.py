@@ -81,6 +81,15 @@ def test_config_validation() -> None:
         SQLConfig.model_validate({**base, "url": "postgresql+asyncpg://u:topsecret@h:notaport/db"})
     assert "valid database URL" in info.value.errors()[0]["msg"]
     assert "topsecret" not in str(info.value.errors()[0]["msg"])
+    # A named query's pattern is published in inputSchema: JavaScript and Python must read it alike.
+    def query(pattern: str) -> dict[str, object]:
+        return {**base, "queries": [{"name": "q", "sql": "SELECT :a", "params": {"a": {"pattern": pattern}}}]}
+
+    assert SQLConfig.model_validate(query(r"^[a-z]{2}-\d+$")).queries[0].params["a"].pattern == r"^[a-z]{2}-\d+$"
+    with pytest.raises(ValidationError, match=r"write '\^\[a-z_\]\+\$'"):
+        SQLConfig.model_validate(query(r"^[a-z\_]+$"))
+    with pytest.raises(ValidationError, match="Unicode property"):
+        SQLConfig.model_validate(query(r"^\p{L}+$"))
 
 
 def test_json_values() -> None:

@@ -1,0 +1,304 @@
+"""What ``mcp-gateway validate`` checks beyond the config's schema (the schema itself, formats and
+URL schemes included, is :mod:`gateway.config`'s).
+
+:func:`problems` finds what the config alone can tell. It reads local files and PATH, and opens
+no connection:
+
+* **policy** (:func:`policy_problems`, also logged by ``serve`` at start): a ``key_file`` that
+  cannot be read or is empty, one key for two principals (key files included), an access rule
+  naming a group no API key has or a principal nobody is (not checked where JWTs, whose subjects
+  and groups are unknown in advance, could supply them);
+* **connectors**: an OpenAPI spec *file* that is missing or not OpenAPI 3, ``overrides`` /
+  ``include`` / ``exclude`` naming an operationId the spec file lacks; a SQLite database file that
+  does not exist; a stdio upstream whose ``command`` is not on its PATH or whose ``cwd`` is
+  missing; a static resource file that is missing.
+
+A spec given as a URL is fetched only by :func:`deep_check` (``validate --deep``): it starts every
+connector as the gateway would (loads specs, connects to databases and upstreams), pings the Redis
+rate-limit backend, opens the audit store and fetches the JWKS, and reports one :class:`Probe`
+each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from connectors.base import Connector, Health
+from connectors.instrumentation import NO_INSTRUMENTATION
+from connectors.mcp.config import MCPConfig
+from connectors.openapi import loader
+from connectors.openapi.config import OpenAPIConfig
+from connectors.openapi.mapping import unknown_operations
+from connectors.registry import connector_class
+from connectors.sql.config import SQLConfig
+from connectors.static.config import StaticConfig
+from gateway.config import ConnectorConfig, GatewayConfig, PathKey
+from gateway.context import ANONYMOUS
+
+__all__ = ["Problem", "Probe", "problems", "policy_problems", "connector_problems", "deep_check"]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """``path`` is where in the config (``("connectors", 2, "command")``), for :func:`gateway.config.locate`."""
+
+    path: PathKey
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One line of ``validate --deep``: what was tried, whether it worked, and what was found."""
+
+    subject: str
+    ok: bool
+    detail: str
+
+
+def problems(config: GatewayConfig) -> list[Problem]:
+    return policy_problems(config) + connector_problems(config)
+
+
+def _resolve(base: Path, path: str) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() else base / p
+
+
+# -- policy ----------------------------------------------------------------------------------------
+
+def policy_problems(config: GatewayConfig) -> list[Problem]:
+    out: list[Problem] = []
+    base = Path(config.base_dir)
+    owners: dict[bytes, str] = {}
+    for i, key in enumerate(config.auth.api_keys):
+        digest = key.digest()
+        if key.key_file:
+            path = _resolve(base, key.key_file)
+            try:
+                secret = path.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                out.append(Problem(("auth", "api_keys", i, "key_file"), f"cannot read {path}: {exc.strerror or exc}"))
+                continue
+            if not secret:
+                out.append(Problem(("auth", "api_keys", i, "key_file"), f"{path} is empty"))
+                continue
+            digest = hashlib.sha256(secret.encode()).digest()
+        if digest is not None and owners.setdefault(digest, key.name) != key.name:
+            out.append(Problem(("auth", "api_keys", i), f"the same key as api key {owners[digest]!r}: a key must "
+                                                        "identify one principal"))
+    jwt = config.auth.jwt
+    groups = {g for key in config.auth.api_keys for g in key.groups}
+    names = {key.name for key in config.auth.api_keys} | {config.auth.stdio_principal}
+    if not config.auth.enabled:
+        names.add(ANONYMOUS.name)
+    for i, rule in enumerate(config.access):
+        for j, selector in enumerate(rule.principals):
+            where = ("access", i, "principals", j)
+            if selector == "*":
+                continue
+            if selector.startswith("group:"):
+                if selector[6:] not in groups and not (jwt is not None and jwt.groups_claim):
+                    why = "no api key lists it" + (" and auth.jwt has no groups_claim" if jwt is not None else "")
+                    out.append(Problem(where, f"no principal has the group {selector[6:]!r} ({why})"))
+            elif selector not in names and jwt is None:
+                out.append(Problem(where, f"no principal is named {selector!r} (known: {', '.join(sorted(names))})"))
+    return out
+
+
+# -- connectors --------------------------------------------------------------------------------------
+
+def connector_problems(config: GatewayConfig) -> list[Problem]:
+    out: list[Problem] = []
+    base = Path(config.base_dir)
+    for i, cfg in enumerate(config.connectors):
+        where: PathKey = ("connectors", i)
+        if isinstance(cfg, OpenAPIConfig):
+            out += _openapi(cfg, base, where)
+        elif isinstance(cfg, SQLConfig):
+            out += _sqlite(cfg, base, where)
+        elif isinstance(cfg, MCPConfig):
+            out += _stdio(cfg, base, where)
+        elif isinstance(cfg, StaticConfig):
+            out += [Problem(where + ("resources", j, "path"), f"file not found: {_resolve(base, r.path)}")
+                    for j, r in enumerate(cfg.resources) if r.path and not _resolve(base, r.path).is_file()]
+    return out
+
+
+def _openapi(cfg: OpenAPIConfig, base: Path, where: PathKey) -> list[Problem]:
+    """A spec file is read (a URL waits for ``--deep``): it exists, is OpenAPI 3, and has every
+    operationId the config names."""
+    if loader.is_url(cfg.spec):
+        return []
+    path = _resolve(base, cfg.spec[7:] if cfg.spec.startswith("file://") else cfg.spec)
+    try:
+        if path.stat().st_size > cfg.max_spec_bytes:
+            return [Problem(where + ("spec",), f"{path} is larger than max_spec_bytes={cfg.max_spec_bytes}")]
+        raw = path.read_bytes()
+    except OSError as exc:
+        return [Problem(where + ("spec",), f"cannot read the spec file {path}: {exc.strerror or exc}")]
+    try:
+        doc = loader.parse_document(raw, str(path))
+        loader.check_version(doc, str(path))
+    except loader.SpecError as exc:
+        return [Problem(where + ("spec",), str(exc))]
+    return [Problem(where + path, f"the spec has no operation with operationId {name!r}")
+            for path, name in unknown_operations(doc, cfg)]
+
+
+def _sqlite(cfg: SQLConfig, base: Path, where: PathKey) -> list[Problem]:
+    if cfg.dialect != "sqlite":
+        return []
+    from sqlalchemy.engine import make_url
+
+    database = make_url(cfg.url).database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return [Problem(where + ("url",), "sqlite url must name a database file (sqlite+aiosqlite:///path/to/file.db)")]
+    path = _resolve(base, database)
+    return [] if path.is_file() else [Problem(where + ("url",), f"sqlite database file not found: {path}")]
+
+
+def _stdio(cfg: MCPConfig, base: Path, where: PathKey) -> list[Problem]:
+    """The child's command as the gateway will start it: in ``cwd`` (default: the config file's
+    folder), a path with a slash relative to the config file, a bare name looked up on its PATH."""
+    if cfg.transport != "stdio" or not cfg.command:
+        return []
+    out = []
+    if cfg.cwd is not None and not _resolve(base, cfg.cwd).is_dir():
+        out.append(Problem(where + ("cwd",), f"{_resolve(base, cfg.cwd)} is not a folder"))
+    command = cfg.command
+    if "/" in command:
+        path = _resolve(base, command)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            out.append(Problem(where + ("command",), f"{path} is not an executable file"))
+    else:
+        search = cfg.env.get("PATH") or os.environ.get("PATH", os.defpath)
+        if shutil.which(command, path=search) is None:
+            out.append(Problem(where + ("command",), f"command {command!r} is not on PATH ({search})"))
+    return out
+
+
+# -- validate --deep ----------------------------------------------------------------------------------
+
+class _Silent:
+    """The ConnectorEvents of a probe: nobody listens."""
+
+    def components_changed(self) -> None:
+        pass
+
+    def resource_updated(self, uri: str) -> None:
+        pass
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        pass
+
+    def health_changed(self, health: Health) -> None:
+        pass
+
+
+async def deep_check(config: GatewayConfig, timeout_s: float = 60.0) -> list[Probe]:
+    """Start each connector and reach each backend the config names, all at once."""
+    probes = [_probe_connector(config, cfg, timeout_s) for cfg in config.connectors]
+    if config.rate_limits.backend != "memory":
+        probes.append(_probe_redis(config, timeout_s))
+    if config.audit.enabled and config.audit.store.strip() not in ("", "none"):
+        probes.append(_probe_audit(config, timeout_s))
+    if config.auth.jwt is not None:
+        probes.append(_probe_jwks(config.auth.jwt.jwks_url, timeout_s))
+    return list(await asyncio.gather(*probes))
+
+
+def _counts(connector: Connector) -> str:
+    parts = [(len(connector.tools()), "tools"), (len(connector.resources()), "resources"),
+             (len(connector.resource_templates()), "resource templates"), (len(connector.prompts()), "prompts")]
+    return ", ".join(f"{n} {what[:-1] if n == 1 else what}" for n, what in parts if n) or "nothing to serve"
+
+
+async def _probe_connector(config: GatewayConfig, cfg: ConnectorConfig, timeout_s: float) -> Probe:
+    subject = f"connector {cfg.name} ({cfg.type})"
+    connector = connector_class(cfg.type)(cfg, base_dir=Path(config.base_dir))
+    try:
+        async with asyncio.timeout(timeout_s):
+            await connector.start(_Silent(), NO_INSTRUMENTATION)
+        health = connector.health()
+        if not health.up:
+            return Probe(subject, False, f"down: {health.detail or 'no detail'}")
+        found = connector.problems()
+        if found:
+            return Probe(subject, False, "; ".join(found))
+        return Probe(subject, True, _counts(connector))
+    except TimeoutError:
+        return Probe(subject, False, f"did not start within {timeout_s:g}s")
+    except Exception as exc:
+        return Probe(subject, False, str(exc) or type(exc).__name__)
+    finally:
+        try:
+            await connector.stop()
+        except Exception:  # noqa: S110 - a probe reports the start; stopping what half-started may fail too
+            pass
+
+
+def _redacted(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    return urlunsplit(parts._replace(netloc=netloc[0].split(":", 1)[0] + ":***@" + netloc[1]))
+
+
+async def _probe_redis(config: GatewayConfig, timeout_s: float) -> Probe:
+    from gateway.filters.ratelimit import RedisBackend
+
+    subject = f"rate-limit backend {_redacted(config.rate_limits.backend)}"
+    backend = RedisBackend(config.rate_limits.backend, config.rate_limits.redis_prefix)
+    try:
+        async with asyncio.timeout(timeout_s):
+            await backend.check([], [])  # one round trip through the limiter's own script
+        return Probe(subject, True, "reachable")
+    except Exception as exc:
+        return Probe(subject, False, str(exc) or type(exc).__name__)
+    finally:
+        await backend.close()
+
+
+async def _probe_audit(config: GatewayConfig, timeout_s: float) -> Probe:
+    from sqlalchemy import text
+
+    from gateway.audit.store import AuditStore
+
+    subject = f"audit store {_redacted(config.audit.store)}"
+    try:
+        store = AuditStore(config.audit.store, config.base_dir)
+    except ValueError as exc:
+        return Probe(subject, False, str(exc))
+    try:
+        async with asyncio.timeout(timeout_s), store.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+        return Probe(subject, True, "reachable")
+    except Exception as exc:
+        return Probe(subject, False, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    finally:
+        await store.close()
+
+
+async def _probe_jwks(url: str, timeout_s: float) -> Probe:
+    import aiohttp
+
+    subject = f"JWKS {url}"
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as http, \
+                http.get(url, headers={"Accept": "application/json"}) as resp:
+            if resp.status != 200:
+                return Probe(subject, False, f"HTTP {resp.status}")
+            keys = (await resp.json(content_type=None)).get("keys")
+        if not isinstance(keys, list) or not keys:
+            return Probe(subject, False, "the document has no keys")
+        return Probe(subject, True, f"{len(keys)} keys")
+    except Exception as exc:
+        return Probe(subject, False, str(exc) or type(exc).__name__)
