@@ -44,6 +44,7 @@ from gateway.protocol.errors import (
     RequestTimeout,
 )
 from gateway.protocol.lifecycle import SessionLifecycle, SessionState
+from gateway.protocol.meta import INPUT_CAPABILITY, LOG_LEVELS, log_admitted
 from gateway.protocol.versions import negotiate
 
 __all__ = ["Session", "SessionHost", "ServerIdentity", "Send", "LOG_LEVELS", "server_request_budget",
@@ -53,11 +54,7 @@ log = logging.getLogger("gateway.session")
 
 Send = Callable[[dict[str, Any], "str | int | None"], Awaitable[None]]
 
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-_LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 # Which client capability a server→client request needs.
-_CLIENT_CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation",
-                      "roots/list": "roots"}
 
 
 class ServerIdentity(Protocol):
@@ -183,7 +180,7 @@ class Session:
 
     async def _set_level(self, ctx: CallContext) -> dict[str, Any]:
         level = ctx.params.get("level")
-        if level not in _LEVEL_RANK:
+        if level not in LOG_LEVELS:
             raise InvalidParams(f"Invalid log level {level!r}; expected one of {', '.join(LOG_LEVELS)}")
         self.log_level = level
         return {}
@@ -243,7 +240,7 @@ class Session:
         if not self.lifecycle.can_notify:
             return
         if method == "notifications/message" and params is not None:
-            if _LEVEL_RANK.get(str(params.get("level")), 0) < _LEVEL_RANK[self.log_level]:
+            if not log_admitted(params, self.log_level):
                 return
         try:
             await self._send(jsonrpc.notification(method, params), related_request_id)
@@ -253,7 +250,7 @@ class Session:
     async def request(self, method: str, params: dict[str, Any] | None = None,
                       related_request_id: str | int | None = None, timeout: float | None = None) -> dict[str, Any]:
         """Send a request to the client and await its result (sampling, elicitation, roots)."""
-        needed = _CLIENT_CAPABILITY.get(method)
+        needed = INPUT_CAPABILITY.get(method)
         if needed is not None and needed not in self.client_capabilities:
             raise MethodNotFound(f"The client did not declare the {needed} capability")
         if self.lifecycle.state is SessionState.CLOSED:

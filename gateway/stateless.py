@@ -46,10 +46,10 @@ from gateway.protocol.errors import (
     RequestTimeout,
 )
 from gateway.protocol.lifecycle import StatelessLifecycle
-from gateway.protocol.meta import RequestMeta
+from gateway.protocol.meta import INPUT_CAPABILITY, RequestMeta, log_admitted
 from gateway.protocol.request_state import RequestStateCodec, request_digest
 from gateway.protocol.revisions import revision
-from gateway.session import LOG_LEVELS, Send, server_request_budget, server_request_refused
+from gateway.session import Send, server_request_budget, server_request_refused
 
 __all__ = ["StatelessSession", "StatelessHost", "MRTR_METHODS"]
 
@@ -57,13 +57,10 @@ log = logging.getLogger("gateway.stateless")
 
 # The requests a server may answer with InputRequiredResult (mrtr.mdx, "Supported Requests").
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-_LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 # Request ids for traces and audit rows: unique within the process, told apart between replicas.
 _ID_PREFIX = secrets.token_hex(4)
 _ids = itertools.count(1)
-_CLIENT_CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation",
-                      "roots/list": "roots"}
-_INPUT_CAPABILITIES = frozenset(_CLIENT_CAPABILITY.values())
+_INPUT_CAPABILITIES = frozenset(INPUT_CAPABILITY.values())
 _CALL = "call"  # the budget's key for this request's one call
 
 
@@ -119,7 +116,7 @@ class StatelessSession:
             # 2026-07-28: no log messages for a request that did not ask for them.
             if self.log_level is None or params is None:
                 return
-            if _LEVEL_RANK.get(str(params.get("level")), 0) < _LEVEL_RANK.get(self.log_level, 0):
+            if not log_admitted(params, self.log_level):
                 return
         try:
             await self._send(jsonrpc.notification(method, params), related_request_id)
@@ -129,7 +126,7 @@ class StatelessSession:
     async def request(self, method: str, params: dict[str, Any] | None = None,
                       related_request_id: str | int | None = None, timeout: float | None = None) -> dict[str, Any]:
         """A server→client request, asked through MRTR: the call parks until the client's retry."""
-        needed = _CLIENT_CAPABILITY.get(method)
+        needed = INPUT_CAPABILITY.get(method)
         if needed is not None and needed not in self.client_capabilities:
             # The backend needs what the client did not declare: the request itself fails with
             # MissingRequiredClientCapability (-32021), whatever the backend makes of the refusal.

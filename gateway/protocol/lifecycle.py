@@ -115,16 +115,16 @@ _CLOSED = Admission.refuse("Session is closed")
 _ALREADY_INITIALIZED = Admission.refuse("Session already initialized")
 
 
-class SessionLifecycle:
-    """NEW → READY → CLOSED for one session of a stateful protocol revision (see the module doc)."""
+class _StateHolder:
+    """What both lifecycles share: the state, notification gating and an idempotent close."""
 
     __slots__ = ("_state",)
 
-    def __init__(self) -> None:
-        self._state = SessionState.NEW
+    def __init__(self, state: SessionState) -> None:
+        self._state = state
 
     def __repr__(self) -> str:
-        return f"SessionLifecycle(state={self._state.value!r})"
+        return f"{type(self).__name__}(state={self._state.value!r})"
 
     @property
     def state(self) -> SessionState:
@@ -134,6 +134,22 @@ class SessionLifecycle:
     def can_notify(self) -> bool:
         """Whether notifications to the client are sent (anything but CLOSED) or dropped."""
         return self._state is not SessionState.CLOSED
+
+    def close(self) -> bool:
+        """Any state → CLOSED; True the first time, False if already closed (idempotent)."""
+        if self._state is SessionState.CLOSED:
+            return False
+        self._state = SessionState.CLOSED
+        return True
+
+
+class SessionLifecycle(_StateHolder):
+    """NEW → READY → CLOSED for one session of a stateful protocol revision (see the module doc)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(SessionState.NEW)
 
     def admit(self, method: str, params: Mapping[str, Any] | None = None) -> Admission:
         """Whether a request for ``method`` may be served in the current state; changes nothing."""
@@ -159,32 +175,14 @@ class SessionLifecycle:
             raise LifecycleError(_ALREADY_INITIALIZED)
         self._state = SessionState.READY
 
-    def close(self) -> bool:
-        """Any state → CLOSED; True the first time, False if already closed (idempotent)."""
-        if self._state is SessionState.CLOSED:
-            return False
-        self._state = SessionState.CLOSED
-        return True
 
-
-class StatelessLifecycle:
+class StatelessLifecycle(_StateHolder):
     """READY → CLOSED for a connection of a stateless protocol revision (see the module doc)."""
 
-    __slots__ = ("_state",)
+    __slots__ = ()
 
     def __init__(self) -> None:
-        self._state = SessionState.READY
-
-    def __repr__(self) -> str:
-        return f"StatelessLifecycle(state={self._state.value!r})"
-
-    @property
-    def state(self) -> SessionState:
-        return self._state
-
-    @property
-    def can_notify(self) -> bool:
-        return self._state is not SessionState.CLOSED
+        super().__init__(SessionState.READY)
 
     def admit(self, method: str, params: Mapping[str, Any] | None = None) -> Admission:
         """Whether a request for ``method`` (with ``params``, when given) may be served."""
@@ -201,10 +199,3 @@ class StatelessLifecycle:
         if not revision(version).knows(method):
             return Admission.refuse(f"Method not found: {method}", METHOD_NOT_FOUND)
         return ADMITTED
-
-    def close(self) -> bool:
-        """READY → CLOSED; True the first time, False if already closed (idempotent)."""
-        if self._state is SessionState.CLOSED:
-            return False
-        self._state = SessionState.CLOSED
-        return True

@@ -38,6 +38,8 @@ __all__ = [
     "TRACESTATE",
     "BAGGAGE",
     "LOG_LEVELS",
+    "INPUT_CAPABILITY",
+    "log_admitted",
     "RequestMeta",
     "parse_request_meta",
     "require_request_meta",
@@ -56,6 +58,16 @@ TRACESTATE = "tracestate"
 BAGGAGE = "baggage"
 
 LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+# The client capability each server→client request needs (both eras).
+INPUT_CAPABILITY: dict[str, str] = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation",
+                                    "roots/list": "roots"}
+
+
+def log_admitted(params: Mapping[str, Any] | None, threshold: str) -> bool:
+    """Whether a ``notifications/message`` with ``params`` is at or above ``threshold``."""
+    level = str(params.get("level")) if params is not None else ""
+    return _LEVEL_RANK.get(level, 0) >= _LEVEL_RANK.get(threshold, 0)
 
 # ClientCapabilities members the schema defines as objects; others are passed through unchecked.
 _OBJECT_CAPABILITIES = ("experimental", "roots", "sampling", "elicitation", "extensions")
