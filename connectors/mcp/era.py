@@ -11,7 +11,9 @@ era, per the connector's ``protocol`` setting:
 * ``auto`` (default): the same probe, then :func:`verdict` decides. A DiscoverResult listing
   2026-07-28 is modern. A recognized modern error is modern evidence: ``UnsupportedProtocolVersion``
   (-32022) naming only legacy versions falls back to legacy, naming no version the gateway speaks
-  leaves the upstream unavailable (with the versions in the message); ``HeaderMismatch`` and
+  leaves the upstream unavailable (with the versions in the message), naming 2026-07-28 (the version
+  sent) is answered with one more probe (SEP-2575: a client retries with a supported version when
+  its first choice is rejected), a second such refusal leaves it unavailable; ``HeaderMismatch`` and
   ``MissingRequiredClientCapability`` mean a modern server refused us (unavailable, no fallback).
   Anything else falls back to ``initialize`` on the same connection: any other JSON-RPC error, a
   DiscoverResult without 2026-07-28, an HTTP 4xx without a JSON-RPC error, and on stdio no answer
@@ -61,6 +63,7 @@ class Verdict:
     modern: bool
     result: Mapping[str, Any] | None = None
     reason: str = ""
+    retry: bool = False  # refused with -32022 listing the version we sent: ask once more
 
 
 def verdict(name: str, outcome: Mapping[str, Any] | BaseException, *, http: bool) -> Verdict:
@@ -84,7 +87,9 @@ def verdict(name: str, outcome: Mapping[str, Any] | BaseException, *, http: bool
     supported = supported_versions(outcome)
     if supported is not None:
         if any(v in MODERN_VERSIONS for v in supported):
-            raise BackendUnavailable(f"upstream {name} refused protocol {MODERN_VERSIONS[-1]} although it lists it")
+            # A client retries with a supported version when its first choice is rejected
+            # (SEP-2575); the one the server lists is the one we sent, so the retry repeats it.
+            return Verdict(True, reason=f"refused protocol {MODERN_VERSIONS[-1]} although it lists it", retry=True)
         if any(v in LEGACY_VERSIONS for v in supported):
             return Verdict(False, reason=f"it supports only {', '.join(supported)}")
         raise BackendUnavailable(f"upstream {name} supports only protocol versions {', '.join(supported) or '(none)'};"
@@ -105,10 +110,16 @@ async def open_upstream(session: UpstreamSession, mode: Mode, stamp: ModernStamp
         if mode == "legacy":
             await _initialize(session, connect_timeout_s)
             return
-        for attempt in (0, 1):
+        refusals = fallbacks = 0
+        while True:  # at most 4 probes: one refusal (-32022) retried, one refused fallback retried
             # (On HTTP no answer is no verdict: the probe may take as long as connecting may.)
             wait = connect_timeout_s if stamp.http else min(probe_timeout_s, connect_timeout_s)
             found = await _probe(session, stamp, wait)
+            if found.retry:
+                refusals += 1
+                if refusals > 1:
+                    raise BackendUnavailable(f"upstream {session.name} {found.reason}")
+                continue
             if found.modern:
                 assert found.result is not None
                 _adopt(session, found.result)
@@ -122,7 +133,8 @@ async def open_upstream(session: UpstreamSession, mode: Mode, stamp: ModernStamp
                 await session.handshake(connect_timeout_s)
                 return
             except ProtocolError as exc:
-                if attempt or not any(v in MODERN_VERSIONS for v in supported_versions(exc) or ()):
+                fallbacks += 1
+                if fallbacks > 1 or not any(v in MODERN_VERSIONS for v in supported_versions(exc) or ()):
                     raise
     except BaseException as exc:
         await session.close()

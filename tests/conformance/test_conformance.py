@@ -7,12 +7,12 @@ server (:mod:`tests.conformance.upstream_fixture`), through the gateway and dire
   than those listed in ``baseline.yml`` (and baseline entries that now pass) fail the test.
 * 2026-07-28, directly: ``conformance server --requirements 2026-07-28`` (0.2.x) against the
   reference itself, served dual-era and modern-only, to know what the reference passes before the
-  gateway stands in front of it. The run through the gateway is one more test beside it::
-
-      async def test_2026_requirements_through_the_gateway(upstream, tmp_path):
-          async with through_gateway(upstream) as url:
-              run = await harness.run_server(url, tmp_path, requirement=MODERN)
-          assert run.passing() == ..., run.report()
+  gateway stands in front of it; then the same requirement set through the gateway.
+* The client scenarios, with the gateway's MCP connector as the client under test
+  (:mod:`tests.conformance.connector_client`: a gateway chaining the scenario's server, driven by
+  an SDK client): the 2026-07-28 requirement set's client scenarios but the ``auth/*`` ones
+  (authorization towards an upstream is issue 17), scored and not scored, and the 2025-11-25
+  client scenarios of 0.1.16 but ``auth/*``. Every one passes: there is no expected-failures list.
 """
 
 from __future__ import annotations
@@ -33,6 +33,11 @@ from tests.support import free_port, running_gateway
 HERE = Path(__file__).resolve().parent
 FIXTURE = HERE / "upstream_fixture.py"
 MODERN = "2026-07-28"
+
+CONNECTOR_CLIENT = f"{sys.executable} {HERE / 'connector_client.py'}"
+# The 2025-11-25 client scenarios of 0.1.16 (``conformance list``) but auth/*: 0.1.x has no
+# requirement sets to read them from.
+STABLE_CLIENT_SCENARIOS = ("initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry")
 
 # The scored 2026-07-28 server scenarios the reference (SDK 2.x, mcp 2.3.0) passes directly, as
 # measured with conformance 0.2.0-alpha.12, dual-era and modern-only alike: all 37 of the
@@ -110,3 +115,52 @@ async def test_2026_requirements_through_the_gateway(upstream: str, era: str, tm
     assert run.scored is not None and set(run.scored) <= set(run.scenarios), "a required scenario did not run"
     assert set(run.passing()) >= set(run.scored), run.report()
     assert len(run.scored) >= REFERENCE_2026_PASSES
+
+
+def modern_client_scenarios() -> list[str]:
+    """The client scenarios of the 2026-07-28 requirement set, scored and not, but ``auth/*``."""
+    reqs = harness.requirements(MODERN)
+    unscored = [key.split(":", 1)[1] for key in reqs.not_scored if key.startswith("client:")]
+    return sorted(n for n in {*reqs.client, *unscored} if not n.startswith("auth/"))
+
+
+async def _client_runs(scenarios: list[str] | tuple[str, ...], tmp_path: Path, **kwargs: object) -> dict[str, harness.Run]:
+    """One ``conformance client --scenario S`` per scenario, two at a time (each starts a gateway)."""
+    gate = asyncio.Semaphore(2)
+
+    async def one(name: str) -> harness.Run:
+        out = tmp_path / name.replace("/", "_")
+        out.mkdir()
+        async with gate:
+            return await harness.run_client(CONNECTOR_CLIENT, out, scenario=name, timeout=120, **kwargs)  # type: ignore[arg-type]
+
+    return dict(zip(scenarios, await asyncio.gather(*(one(n) for n in scenarios)), strict=True))
+
+
+@pytest.mark.timeout(300)
+async def test_2026_client_scenarios_against_the_mcp_connector(tmp_path: Path) -> None:
+    """The gateway's MCP connector, as a client, passes every non-auth 2026-07-28 client scenario:
+    per-request _meta and the version header, a retry after -32022 (request-metadata), requestState
+    echoed and input rounds completed (sep-2322-client-request-state), Mcp-Method/Mcp-Name and
+    Mcp-Param-* headers (http-standard-headers, http-custom-headers), tools with invalid
+    x-mcp-header annotations left out (http-invalid-tool-headers), no network $ref fetched and
+    JSON Schema 2020-12 keywords preserved (json-schema-ref-no-deref, json-schema-2020-12-preservation)."""
+    scenarios = modern_client_scenarios()
+    assert {"request-metadata", "sep-2322-client-request-state", "http-standard-headers", "http-custom-headers",
+            "json-schema-ref-no-deref"} <= set(scenarios)
+    runs = await _client_runs(scenarios, tmp_path, spec_version=MODERN)
+    report = "\n".join(f"{name}: {run.report() or run.output[-2000:]}" for name, run in runs.items())
+    print(f"conformance {harness.NEXT.version} client scenarios of {MODERN} against the MCP connector:\n{report}")
+    for name, run in runs.items():
+        assert list(run.scenarios) == [name], f"{name} did not run:\n{run.output[-3000:]}"
+        assert run.scenarios[name].passed and run.returncode == 0, report
+
+
+@pytest.mark.timeout(300)
+async def test_2025_client_scenarios_against_the_mcp_connector(tmp_path: Path) -> None:
+    runs = await _client_runs(STABLE_CLIENT_SCENARIOS, tmp_path, package=harness.STABLE)
+    report = "\n".join(f"{name}: {run.report() or run.output[-2000:]}" for name, run in runs.items())
+    print(f"conformance {harness.STABLE.version} client scenarios of 2025-11-25 against the MCP connector:\n{report}")
+    for name, run in runs.items():
+        assert list(run.scenarios) == [name], f"{name} did not run:\n{run.output[-3000:]}"
+        assert run.scenarios[name].passed and run.returncode == 0, report

@@ -172,6 +172,14 @@ def test_probes_that_show_no_usable_era_leave_the_upstream_unavailable(outcome: 
         era.verdict("up", outcome, http=True)
 
 
+def test_a_refusal_listing_the_version_sent_asks_once_more() -> None:
+    """SEP-2575: a client retries with a supported version when its first choice is rejected (the
+    conformance client scenario request-metadata refuses the first request to see the retry)."""
+    found = era.verdict("up", ProtocolError("Unsupported protocol version", {"supported": [MODERN]}, code=-32022),
+                        http=True)
+    assert found.retry and "although it lists it" in found.reason
+
+
 def test_a_silent_stdio_probe_means_legacy() -> None:
     assert not era.verdict("up", TimeoutError(), http=False).modern
 
