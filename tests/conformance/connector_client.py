@@ -122,7 +122,7 @@ async def drive(gateway_url: str, context: dict[str, Any]) -> list[str]:
                 notes.append(f"call {tool.name}: isError={result.is_error}")
             except Exception as exc:  # an upstream error answer is the scenario's business, not ours
                 notes.append(f"call {tool.name}: {type(exc).__name__}: {exc}")
-        for name, args in planned.items():  # a planned call of a tool the listing did not show
+        for name in planned:  # a planned call of a tool the listing did not show
             if name not in {t.name for t in tools}:
                 notes.append(f"planned tool {name} not listed")
         caps = session.server_capabilities
