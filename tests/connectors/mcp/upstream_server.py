@@ -3,8 +3,9 @@
 Run: ``python upstream_server.py --transport stdio|sse|streamable_http [--era dual|legacy|modern]
 [--port P] [--tools N --page-size K]``. ``--era`` picks the protocol era it serves (see
 :mod:`tests.sdk_server`; the SDK's own behaviour, ``dual``, is the default). Tools: ``echo``, ``progress`` (reports ``steps`` progress notifications),
-``sample`` (asks the client for sampling and returns its text), ``log_then_echo``, ``hang``
-(sleeps, records cancellations), ``die`` (exits the process mid-call), ``pid``, ``grow`` (adds a
+``sample`` (asks the client for sampling and returns its text), ``elicit_name`` and ``roots``
+(ask the client over the session: elicitation, roots/list), ``log_then_echo``, ``hang``
+(sleeps, records cancellations by tag), ``die`` (exits the process mid-call), ``pid``, ``grow`` (adds a
 tool and sends list_changed), ``touch`` (sends resources/updated to subscribers); a static
 resource ``mem://static``, a template ``mem://item/{id}``, a prompt ``greet``. ``--tools N`` adds
 ``extra_000``... and paginates every tools/list by ``--page-size``; ``--ui TEXT`` adds an MCP Apps
@@ -12,7 +13,7 @@ tool ``widget`` whose ``_meta.ui.resourceUri`` is ``ui://widget``; ``--resumable
 ``reconnect`` (which cuts its own response stream) can be resumed with ``Last-Event-ID``.
 
 For 2026-07-28 (modern) requests: with ``--mrtr``, ``ask_llm`` and ``ask_name`` answer with an
-InputRequiredResult (sampling, elicitation) until retried with the answer (and the
+InputRequiredResult (sampling, elicitation), as does ``ask_roots`` (roots/list), until retried with the answer (and the
 ``requestState`` they set), as do the prompt ``ask_prompt`` and the template ``ask://{id}``; ``grow`` and ``touch`` also publish to
 ``subscriptions/listen`` streams; ``region_info`` has a parameter mirrored into the
 ``Mcp-Param-Region`` header (the SDK checks it against the body) and ``headers`` returns the HTTP
@@ -106,6 +107,21 @@ def build(args: argparse.Namespace) -> MCPServer[Any]:
         return f"sampled: {text}"
 
     @mcp.tool()
+    async def elicit_name(ctx: Context) -> str:
+        """Ask the client for a name (elicitation over the session, a legacy client's way), then greet."""
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        result = await ctx.session.elicit_form("Your name?", schema, related_request_id=ctx.request_id)
+        if result.action != "accept" or not result.content:
+            return f"no name ({result.action})"
+        return f"Hello, {result.content.get('name')}!"
+
+    @mcp.tool()
+    async def roots(ctx: Context) -> str:
+        """The client's roots (roots/list over the session, a legacy client's way), comma-separated."""
+        result = await ctx.session.list_roots()
+        return ",".join(str(r.uri) for r in result.roots)
+
+    @mcp.tool()
     async def log_then_echo(text: str, ctx: Context) -> str:
         """Send two log messages, then echo."""
         await ctx.info(f"first {text}")
@@ -113,23 +129,28 @@ def build(args: argparse.Namespace) -> MCPServer[Any]:
         return text
 
     @mcp.tool()
-    async def hang(ctx: Context, seconds: float = 30.0) -> str:
-        """Log "hanging", then sleep; a cancellation is recorded and reported by `cancelled`."""
+    async def hang(ctx: Context, seconds: float = 30.0, tag: str = "hang") -> str:
+        """Log "hanging", then sleep; a cancellation is recorded (as `tag`) and reported by `cancelled`."""
         await ctx.info("hanging")
         try:
             await asyncio.sleep(seconds)
         except asyncio.CancelledError:
-            CANCELLED.append("hang")
+            CANCELLED.append(tag)
             CANCELLED_EVENT.set()
             raise
         return "woke up"
 
     @mcp.tool()
-    async def cancelled(wait: float = 0.0) -> str:
-        """Which calls were cancelled so far (waiting up to `wait` seconds for a first one)."""
-        if wait and not CANCELLED:
+    async def cancelled(wait: float = 0.0, tag: str = "") -> str:
+        """Which calls were cancelled so far (waiting up to `wait` seconds for a first one, or
+        for one tagged `tag`)."""
+        async def seen() -> None:
+            while not CANCELLED or (tag and tag not in CANCELLED):
+                CANCELLED_EVENT.clear()
+                await CANCELLED_EVENT.wait()
+        if wait:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(CANCELLED_EVENT.wait(), wait)
+                await asyncio.wait_for(seen(), wait)
         return ",".join(CANCELLED)
 
     @mcp.tool()
@@ -214,6 +235,14 @@ def build(args: argparse.Namespace) -> MCPServer[Any]:
             if name is None:
                 return types.InputRequiredResult(input_requests={"who": _elicit("Your name?")}, request_state="asked")
             return f"Hello, {name}!"
+
+        @mcp.tool()
+        async def ask_roots(ctx: Context) -> str | types.InputRequiredResult:
+            """Ask the client's roots (an InputRequiredResult), then list them comma-separated."""
+            answer = _answer(ctx, "roots")
+            if isinstance(answer, types.ListRootsResult):
+                return ",".join(str(r.uri) for r in answer.roots)
+            return types.InputRequiredResult(input_requests={"roots": types.ListRootsRequest()})
 
         @mcp.prompt()
         def ask_prompt(ctx: Context) -> str | types.InputRequiredResult:
