@@ -53,6 +53,7 @@ from gateway.protocol.request_state import RequestStateCodec
 from gateway.protocol.versions import MODERN_VERSIONS
 from gateway.session import Send, Session
 from gateway.subscriptions import Subscriptions
+from gateway.tasks import TASK_METHODS, TASKS_EXTENSION, TaskHandles, TaskRouter
 from gateway.telemetry import metrics, tracing
 from gateway.telemetry.http import start_metrics_server
 from gateway.telemetry.instrumentation import ConnectorInstrumentation
@@ -141,6 +142,7 @@ class Gateway:
         # (cursor_secret: replicas sharing it accept each other's states).
         self.parked = ParkedCalls(config.gateway.request_timeout_s)
         self.request_states = RequestStateCodec(config.gateway.cursor_secret)
+        self.tasks = TaskRouter(TaskHandles(config.gateway.cursor_secret), lambda: self.connectors)
         self.connectors: dict[str, Connector] = {}
         self.failed: dict[str, str] = {}
         self.sessions: dict[str, Session] = {}
@@ -254,7 +256,7 @@ class Gateway:
         hints = CacheHints(cfg.gateway.cache_ttl_s, private_listings=bool(cfg.access))
         return Dispatcher(self.catalog, self.subscriptions, cfg.gateway.request_timeout_s, filters,
                           server_info={"name": cfg.gateway.name, "version": cfg.gateway.version},
-                          cache=hints)
+                          cache=hints, tasks=self.tasks)
 
     async def _stop_filters(self, filters: list[Filter]) -> None:
         for flt in reversed(filters):
@@ -483,11 +485,15 @@ class Gateway:
         return self._modern_methods().get(method)
 
     def _modern_methods(self) -> dict[str, LocalHandler]:
-        return {"server/discover": self._discover, "subscriptions/listen": self.listeners.listen}
+        methods: dict[str, LocalHandler] = {"server/discover": self._discover, "subscriptions/listen": self.listeners.listen}
+        methods.update(dict.fromkeys(TASK_METHODS, self.tasks.handle))
+        return methods
 
     async def _discover(self, ctx: CallContext) -> dict[str, Any]:
         cfg = self.config.gateway
         result: dict[str, Any] = {"supportedVersions": list(MODERN_VERSIONS), "capabilities": self.capabilities()}
+        if self.tasks.available():  # an upstream speaks the tasks extension: pass it through
+            result["capabilities"]["extensions"] = {TASKS_EXTENSION: {}}
         if cfg.instructions:
             result["instructions"] = cfg.instructions
         return result

@@ -20,6 +20,9 @@ asking for sampling, elicitation or roots). A 2026-07-28 caller gets that result
 the client itself, over its session, and calls the connector again with the answers — at most
 :data:`MAX_INPUT_ROUNDS` times. Each input goes through the session's ``request``, so the caps on
 server→client requests (``gateway.server_requests``) hold: past them the call fails with -32029.
+
+Tasks (the ``io.modelcontextprotocol/tasks`` extension): a ``tools/call`` a connector answers with
+``resultType: "task"`` gets its ``taskId`` sealed by :class:`gateway.tasks.TaskRouter`.
 """
 
 from __future__ import annotations
@@ -33,10 +36,17 @@ from typing import Any
 from gateway.catalog import Catalog
 from gateway.context import CallContext, LocalHandler, SessionHandle
 from gateway.filters import Filter, Handler, compose
-from gateway.protocol.errors import InvalidParams, MethodNotFound, ProtocolError, ToolExecutionError
+from gateway.protocol.errors import (
+    InternalError,
+    InvalidParams,
+    MethodNotFound,
+    ProtocolError,
+    ToolExecutionError,
+)
 from gateway.protocol.revisions import CacheHint, revision
 from gateway.protocol.versions import LATEST_LEGACY_VERSION, is_modern
 from gateway.subscriptions import Subscriptions
+from gateway.tasks import TaskRouter
 
 __all__ = ["Dispatcher", "CacheHints", "CATALOG_METHODS", "MODERN_CATALOG_METHODS", "ROUTES", "MAX_INPUT_ROUNDS"]
 
@@ -132,6 +142,10 @@ async def _call_tool(d: Dispatcher, ctx: CallContext) -> dict[str, Any]:
 
     try:
         result = await _with_input_rounds(ctx, call)
+        if result.get("resultType") == "task":  # the tasks extension: a handle the gateway seals
+            if d.tasks is None:
+                raise InternalError(f"connector {entry.connector.name} answered with a task; tasks are not served")
+            result = d.tasks.seal_result(entry.connector.name, ctx, result)
     except ToolExecutionError as exc:
         record.backend_status = exc.status
         record.outcome = "tool_error"
@@ -243,8 +257,9 @@ class Dispatcher:
 
     def __init__(self, catalog: Catalog, subscriptions: Subscriptions, request_timeout_s: float,
                  filters: Sequence[Filter] = (), server_info: dict[str, Any] | None = None,
-                 cache: CacheHints | None = None) -> None:
+                 cache: CacheHints | None = None, tasks: TaskRouter | None = None) -> None:
         self.catalog = catalog
+        self.tasks = tasks  # seals the task handles of the tasks extension (gateway.tasks)
         self.subscriptions = subscriptions
         self.request_timeout_s = request_timeout_s
         self.server_info = server_info

@@ -54,6 +54,7 @@ from connectors.base import (
 )
 from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
 from gateway.protocol.errors import BackendUnavailable, InvalidRequest, MethodNotFound, ProtocolError
+from gateway.protocol.meta import TASKS_EXTENSION
 from gateway.protocol.versions import LATEST_VERSION
 
 from . import mapping, modern
@@ -491,6 +492,19 @@ class MCPConnector(Connector):
 
     async def read_resource(self, uri: str, ctx: CallContext) -> dict[str, Any]:
         return await self._forward("resources/read", {"uri": uri}, ctx)
+
+    # -- the tasks extension (gateway.tasks) ---------------------------------------------------
+    def supports_tasks(self) -> bool:
+        """Whether the upstream is connected, modern, and advertised ``io.modelcontextprotocol/tasks``."""
+        shared = self._shared
+        if shared is None or not shared.modern:
+            return False
+        extensions = (shared.server_capabilities or {}).get("extensions")
+        return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
+
+    async def task_request(self, method: str, task_id: str, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        """``tasks/get``, ``tasks/update`` or ``tasks/cancel`` of the upstream's task ``task_id``."""
+        return await self._forward(method, {**params, "taskId": task_id}, ctx)
 
     async def get_prompt(self, name: str, arguments: dict[str, str], ctx: CallContext) -> dict[str, Any]:
         params: dict[str, Any] = {"name": name}

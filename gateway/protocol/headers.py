@@ -3,7 +3,8 @@ headers, how values are encoded, and the server's check that headers and body ag
 
 * ``MCP-Protocol-Version`` (the body's ``_meta`` protocol version) and ``Mcp-Method`` on every
   request; ``Mcp-Name`` (``params.name``, or ``params.uri`` for ``resources/read``) on
-  ``tools/call``, ``prompts/get`` and ``resources/read``; ``Mcp-Param-{Name}`` for each argument of
+  ``tools/call``, ``prompts/get`` and ``resources/read`` (``params.taskId`` on the tasks
+  extension's ``tasks/get``, ``tasks/update`` and ``tasks/cancel``); ``Mcp-Param-{Name}`` for each argument of
   a ``tools/call`` whose property in the tool's ``inputSchema`` carries ``x-mcp-header: Name``,
   when the argument has a non-null value.
 * Values: strings as they are, integers in decimal, booleans as ``true``/``false``. A string that
@@ -52,7 +53,9 @@ PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
 METHOD_HEADER = "Mcp-Method"
 NAME_HEADER = "Mcp-Name"
 PARAM_HEADER_PREFIX = "Mcp-Param-"
-NAMED_METHODS: Mapping[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAMED_METHODS: Mapping[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+                                    # the tasks extension (ext-tasks 2026-07-28, "Routing Headers")
+                                    "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 _PREFIX, _SUFFIX = "=?base64?", "?="
 _PLAIN = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")  # visible ASCII, inner spaces

@@ -27,6 +27,7 @@ from .errors import InvalidParams, MissingRequiredClientCapability, UnsupportedP
 from .versions import MODERN_VERSIONS, is_modern
 
 __all__ = [
+    "TASKS_EXTENSION",
     "PROTOCOL_VERSION",
     "CLIENT_CAPABILITIES",
     "CLIENT_INFO",
@@ -52,6 +53,7 @@ CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"  # in results
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"  # on subscriptions/listen notifications
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"  # the tasks extension's id in capabilities.extensions
 PROGRESS_TOKEN = "progressToken"
 TRACEPARENT = "traceparent"  # OpenTelemetry (W3C Trace Context / Baggage): reserved, unprefixed
 TRACESTATE = "tracestate"

@@ -29,6 +29,8 @@ __all__ = ["CacheHint", "DEFAULT_CACHE_HINT", "CACHEABLE_METHODS", "MODERN_ONLY_
 CACHEABLE_METHODS = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
                                "resources/templates/list", "resources/read"})
 MODERN_ONLY_FIELDS = ("resultType", "ttlMs", "cacheScope")
+# Results that are a Task of the tasks extension (besides a CreateTaskResult, resultType "task").
+TASK_SHAPED_METHODS = frozenset({"tasks/get"})
 
 # Tool definition fields and the feature (see revisions.FEATURES) a revision needs to keep them.
 _TOOL_FIELDS = (("title", "title"), ("outputSchema", "outputSchema"), ("icons", "icons"),
@@ -109,7 +111,8 @@ def modern_result(method: str, result: dict[str, Any], supports: Callable[[str],
     ``resultType`` is kept when the result has one (``"input_required"``), else ``"complete"``.
     Caching hints go on complete results of :data:`CACHEABLE_METHODS` (``cache``, or
     :data:`DEFAULT_CACHE_HINT`), replacing any an upstream sent, and are removed from every other
-    result (interim results "carry no caching hints"). ``server_info`` replaces any
+    result (interim results "carry no caching hints") but a Task (``resultType: "task"``, a
+    ``tasks/get`` result), whose ``ttlMs`` is the task's lifetime. ``server_info`` replaces any
     ``_meta[SERVER_INFO]``; without it ``_meta`` passes through untouched.
     """
     if method == "tools/list":
@@ -122,6 +125,8 @@ def modern_result(method: str, result: dict[str, Any], supports: Callable[[str],
         hint = cache or DEFAULT_CACHE_HINT
         out["ttlMs"] = hint.ttl_ms
         out["cacheScope"] = hint.scope
+    elif kind == "task" or method in TASK_SHAPED_METHODS:
+        out.pop("cacheScope", None)  # a Task's ttlMs is its lifetime (tasks extension), not a cache hint
     else:
         out.pop("ttlMs", None)
         out.pop("cacheScope", None)

@@ -70,7 +70,10 @@ _LEGACY_METHODS = _CATALOG | {
     "notifications/roots/list_changed",
 }
 _TASKS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "notifications/tasks/status"})
-_MODERN_METHODS = _CATALOG | {"server/discover", "subscriptions/listen", "notifications/cancelled"}
+# The tasks extension's methods (io.modelcontextprotocol/tasks): known at 2026-07-28, served to
+# a request that negotiates the extension (gateway.tasks).
+_TASK_EXTENSION = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+_MODERN_METHODS = _CATALOG | _TASK_EXTENSION | {"server/discover", "subscriptions/listen", "notifications/cancelled"}
 
 # 2026-07-28 "Error Codes": -32002 is replaced by -32602, and -32020..-32099 holds only codes the
 # specification defines. The gateway's rate-limit code (-32029) sits in that range, so modern

@@ -150,8 +150,12 @@ def test_methods_of_every_revision(method: str) -> None:
     assert all(rev.knows(method) for rev in REVISIONS.values())
 
 
-def test_tasks_methods_only_in_2025_11_25() -> None:
-    assert [v for v, rev in REVISIONS.items() if rev.knows("tasks/get")] == ["2025-11-25"]
+def test_tasks_methods_in_2025_11_25_core_and_the_2026_extension() -> None:
+    # 2025-11-25: experimental core tasks; 2026-07-28: the io.modelcontextprotocol/tasks extension
+    # (tasks/get, tasks/update, tasks/cancel; no tasks/list or tasks/result).
+    assert [v for v, rev in REVISIONS.items() if rev.knows("tasks/get")] == ["2025-11-25", MODERN]
+    assert [v for v, rev in REVISIONS.items() if rev.knows("tasks/update")] == [MODERN]
+    assert [v for v, rev in REVISIONS.items() if rev.knows("tasks/list")] == ["2025-11-25"]
     assert not revision(MODERN).knows("nonsense/method")
 
 
