@@ -35,6 +35,7 @@ from gateway.context import CallContext
 from gateway.protocol.errors import InternalError, InvalidParams, MissingRequiredClientCapability
 from gateway.protocol.meta import TASKS_EXTENSION
 from gateway.protocol.signing import SignatureError, Signer
+from gateway.protocol.versions import is_modern
 
 __all__ = ["TASKS_EXTENSION", "TASK_METHODS", "TaskHandles", "TaskRouter", "negotiated"]
 
@@ -56,9 +57,14 @@ class TaskConnector(Protocol):
                            ctx: CallContext) -> dict[str, Any]: ...
 
 
-def negotiated(capabilities: Mapping[str, Any] | None) -> bool:
-    """Whether a request's client capabilities declare the tasks extension."""
-    extensions = (capabilities or {}).get("extensions")
+def negotiated(session: Any) -> bool:
+    """Whether the caller negotiated the tasks extension: a 2026-07-28 request whose client
+    capabilities declare it (a 2025-11-25 session's capabilities may name it, but that revision
+    negotiates no extension per request; the connector does not forward it for such a caller)."""
+    version = getattr(session, "protocol_version", None)
+    if not (isinstance(version, str) and is_modern(version)):
+        return False
+    extensions = (getattr(session, "client_capabilities", None) or {}).get("extensions")
     return isinstance(extensions, Mapping) and isinstance(extensions.get(TASKS_EXTENSION), Mapping)
 
 
@@ -116,7 +122,7 @@ class TaskRouter:
     def seal_result(self, connector: str, ctx: CallContext, result: dict[str, Any]) -> dict[str, Any]:
         """A ``CreateTaskResult`` of ``connector`` with its ``taskId`` sealed for the caller."""
         task_id = result.get("taskId")
-        if not negotiated(ctx.session.client_capabilities):
+        if not negotiated(ctx.session):
             # The extension forbids it; the connector forwarded the caller's capabilities, so the
             # upstream broke the rule. The task is unreachable for this caller: say so.
             raise InternalError(f"upstream {connector} answered with a task a caller that did not negotiate "
@@ -127,7 +133,7 @@ class TaskRouter:
 
     async def handle(self, ctx: CallContext) -> dict[str, Any]:
         """``tasks/get``, ``tasks/update`` or ``tasks/cancel`` (module doc)."""
-        if not negotiated(ctx.session.client_capabilities):
+        if not negotiated(ctx.session):
             raise MissingRequiredClientCapability({"extensions": {TASKS_EXTENSION: {}}},
                                                   f"{ctx.method} needs the {TASKS_EXTENSION} extension")
         handle = ctx.params.get("taskId")

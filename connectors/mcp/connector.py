@@ -478,7 +478,7 @@ class MCPConnector(Connector):
         # The caller's capabilities: only it can answer what the upstream asks (the gateway passes
         # an input request on, or asks the caller over its session), so the upstream must not ask
         # for more, and must refuse (-32021) a call that needs what the caller lacks.
-        return Hints(modern.caller_log_level(ctx.session), schema, dict(ctx.session.client_capabilities or {}))
+        return Hints(modern.caller_log_level(ctx.session), schema, modern.caller_capabilities(ctx.session))
 
     async def _wait_reconnect(self) -> bool:
         task = self._reconnect_task

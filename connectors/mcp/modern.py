@@ -32,15 +32,15 @@ from typing import Any
 
 from gateway.protocol.errors import UNSUPPORTED_PROTOCOL_VERSION, ProtocolError
 from gateway.protocol.headers import expected_headers, x_mcp_header_params, x_mcp_header_problems
-from gateway.protocol.meta import LOG_LEVELS, request_meta_fields
+from gateway.protocol.meta import LOG_LEVELS, TASKS_EXTENSION, request_meta_fields
 from gateway.protocol.results import MODERN_ONLY_FIELDS
-from gateway.protocol.versions import LATEST_VERSION
+from gateway.protocol.versions import LATEST_VERSION, is_modern
 
 from .client import Hints
 from .mapping import RESERVED_META
 
 __all__ = ["ModernStamp", "MRTR_METHODS", "modern_capabilities", "usable_tools", "has_header_params", "definitions",
-           "with_input_responses", "caller_log_level", "supported_versions"]
+           "with_input_responses", "caller_log_level", "caller_capabilities", "supported_versions"]
 
 log = logging.getLogger("connectors.mcp")
 
@@ -121,6 +121,23 @@ def with_input_responses(method: str, params: dict[str, Any], caller: Mapping[st
             if key in caller:
                 params[key] = caller[key]
     return params
+
+
+def caller_capabilities(session: object) -> dict[str, Any]:
+    """The capabilities a forwarded request declares for its caller: the caller's own, but the tasks
+    extension only for a 2026-07-28 caller (only there is an extension negotiated per request, and
+    only there can the gateway hand a task back: gateway.tasks)."""
+    caps = dict(getattr(session, "client_capabilities", None) or {})
+    extensions = caps.get("extensions")
+    version = getattr(session, "protocol_version", None)
+    if isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions \
+            and not (isinstance(version, str) and is_modern(version)):
+        rest = {k: v for k, v in extensions.items() if k != TASKS_EXTENSION}
+        if rest:
+            caps["extensions"] = rest
+        else:
+            del caps["extensions"]
+    return caps
 
 
 def caller_log_level(session: object) -> str | None:

@@ -25,7 +25,7 @@ from aiohttp import web
 from gateway.protocol.headers import expected_headers
 from gateway.tasks import TaskHandles
 from tests.connectors.mcp.test_gateway_e2e import config
-from tests.e2e.rawhttp import messages_of
+from tests.e2e.rawhttp import initialize, messages_of
 from tests.support import RunningGateway, running_gateway
 
 MODERN = "2026-07-28"
@@ -198,6 +198,18 @@ async def test_without_the_extension_a_call_is_plain_and_task_requests_are_refus
         assert refused["code"] == -32021
         assert refused["data"]["requiredCapabilities"] == {"extensions": {TASKS: {}}}
         assert [m for m, _ in server.name_headers] == []  # refused at the gateway
+
+
+async def test_a_2025_client_never_gets_a_task_nor_the_extension() -> None:
+    # Even declaring the extension in its initialize capabilities: 2025-11-25 has no per-request
+    # extensions, and its experimental core tasks are another wire.
+    async with chained() as (server, gw, client):
+        legacy = await initialize(client.http, gw.mcp_url, capabilities=WITH_TASKS)
+        init_caps = (await legacy.request("tools/call", {"name": "up_slow", "arguments": {}}))["result"]
+        assert init_caps["content"][0]["text"] == "done at once" and "taskId" not in init_caps
+        assert not server._declares(server.calls[-1])  # the upstream was not offered the extension
+        refused = await legacy.request("tasks/get", {"taskId": "anything"})
+        assert refused["error"]["code"] == -32601
 
 
 @pytest.mark.parametrize("forge", ["tampered", "raw upstream id", "another connector", "another principal"])
