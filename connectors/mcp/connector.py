@@ -52,6 +52,7 @@ from connectors.base import (
     ConnectorEvents,
     Health,
 )
+from connectors.egress import EgressPolicy, Lookup
 from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
 from gateway.protocol.errors import BackendUnavailable, InvalidRequest, MethodNotFound, ProtocolError
 from gateway.protocol.versions import LATEST_VERSION
@@ -82,9 +83,13 @@ class MCPConnector(Connector):
     kind = "mcp"
     config: MCPConfig
 
-    def __init__(self, config: MCPConfig, base_dir: Path = Path(".")) -> None:
+    def __init__(self, config: MCPConfig, base_dir: Path = Path("."), *, lookup: Lookup | None = None) -> None:
+        """``lookup`` replaces the system resolver (tests map names to loopback addresses)."""
         super().__init__(config, base_dir)
         self._http: aiohttp.ClientSession | None = None
+        # Over HTTP every connection goes through it; the configured url's host is the operator's
+        # own word (trusted by name for private addresses), everything else follows the rules.
+        self._egress = EgressPolicy(config.egress, trusted=(config.url,), lookup=lookup, trust_names=True)
         self._shared: UpstreamSession | None = None
         self._clients: dict[str, UpstreamSession] = {}
         self._client_locks: dict[str, asyncio.Lock] = {}
@@ -116,10 +121,9 @@ class MCPConnector(Connector):
             # One HTTP client per connector, shared by every upstream session of it (its cookie jar
             # keeps load-balancer stickiness cookies, which stateful upstreams behind one rely on).
             # Streamable HTTP sessions bring their own lean client (http1.py): it is the hot path.
-            self._http = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.config.connect_timeout_s),
-                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60),
-            )
+            self._http = self._egress.client_session(
+                limit=0, keepalive_timeout=4.0,
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.config.connect_timeout_s))
         # The first attempt runs as the reconnect loop with no initial delay. start() waits for it
         # only up to startup_wait_s: a slow or hung upstream must not hold up the gateway and the
         # other connectors; it joins the catalog (components_changed) whenever it gets there.
@@ -173,7 +177,7 @@ class MCPConnector(Connector):
 
     # -- sessions ------------------------------------------------------------------------------
     def _transport_factory(self) -> TransportFactory:
-        return transport_factory(self.name, self.config, self.base_dir, self._http)
+        return transport_factory(self.name, self.config, self.base_dir, self._http, self._egress)
 
     async def _open_session(self, capabilities: dict[str, Any]) -> UpstreamSession:
         """A legacy upstream session of one downstream session (``per_client``)."""
