@@ -33,7 +33,7 @@ from typing import Any
 from gateway.catalog import Catalog
 from gateway.context import CallContext, LocalHandler, SessionHandle
 from gateway.filters import Filter, Handler, compose
-from gateway.protocol.errors import InvalidParams, MethodNotFound, ProtocolError, ToolExecutionError
+from gateway.protocol.errors import InvalidParams, MethodNotFound, ProtocolError, RequestTimeout, ToolExecutionError
 from gateway.protocol.revisions import CacheHint, revision
 from gateway.protocol.versions import LATEST_LEGACY_VERSION, is_modern
 from gateway.subscriptions import Subscriptions
@@ -132,6 +132,10 @@ async def _call_tool(d: Dispatcher, ctx: CallContext) -> dict[str, Any]:
 
     try:
         result = await _with_input_rounds(ctx, call)
+    except RequestTimeout as exc:  # the connector's own clock: the same shape as the deadline's
+        failure = ToolExecutionError.timed_out(exc.message)
+        record.backend_status, record.outcome = failure.status, "timeout"
+        return failure.to_result()
     except ToolExecutionError as exc:
         record.backend_status = exc.status
         record.outcome = "tool_error"

@@ -403,7 +403,7 @@ class MCPConnector(Connector):
     async def _session_for(self, ctx: CallContext) -> UpstreamSession:
         shared = self._shared
         if shared is None:
-            raise BackendUnavailable(f"Upstream MCP server {self.name} is unavailable: {self._health.detail}")
+            raise BackendUnavailable.connector_down(self.name, self._health.detail)
         if self.config.session == "shared" or shared.modern:
             return shared
         sid = ctx.session.id
@@ -515,7 +515,7 @@ class MCPConnector(Connector):
         self._subscribed.add(uri)
         shared = self._shared
         if shared is None:
-            raise BackendUnavailable(f"Upstream MCP server {self.name} is unavailable: {self._health.detail}")
+            raise BackendUnavailable.connector_down(self.name, self._health.detail)
         if self._listener is not None and shared.modern:
             # 2026-07-28: no resources/subscribe; the listen is re-opened with the new set.
             await self._listener.update(self._subscribed, self._deadline(ctx) or 30.0)
