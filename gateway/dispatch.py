@@ -33,7 +33,13 @@ from typing import Any
 from gateway.catalog import Catalog
 from gateway.context import CallContext, LocalHandler, SessionHandle
 from gateway.filters import Filter, Handler, compose
-from gateway.protocol.errors import InvalidParams, MethodNotFound, ProtocolError, RequestTimeout, ToolExecutionError
+from gateway.protocol.errors import (
+    InvalidParams,
+    MethodNotFound,
+    ProtocolError,
+    RequestTimeout,
+    ToolExecutionError,
+)
 from gateway.protocol.revisions import CacheHint, revision
 from gateway.protocol.versions import LATEST_LEGACY_VERSION, is_modern
 from gateway.subscriptions import Subscriptions

@@ -179,7 +179,7 @@ class UpstreamSession:
                       owner: Any = None, cancellable: bool = True, hints: Hints | None = None,
                       request_id: int | None = None) -> dict[str, Any]:
         if self.lost_reason is not None or self._closed:
-            raise BackendUnavailable.connector_down(self.name, self.lost_reason or "session closed")
+            raise BackendUnavailable(f"upstream {self.name} is unavailable: {self.lost_reason or 'closed'}")
         headers = None
         if self.stamper is not None:
             params, headers = self.stamper(method, params, hints)
@@ -207,7 +207,7 @@ class UpstreamSession:
         except RequestFailed as exc:  # this request only: the session stands
             raise BackendUnavailable(str(exc), {"retriable": True}) from None
         except TransportClosed as exc:
-            raise BackendUnavailable.connector_down(self.name, str(exc)) from None
+            raise BackendUnavailable(f"upstream {self.name} is unavailable: {exc}") from None
         finally:
             self._pending.pop(rid, None)
         error = response.get("error")

@@ -54,7 +54,13 @@ from connectors.base import (
 )
 from connectors.egress import EgressPolicy, Lookup
 from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
-from gateway.protocol.errors import BackendUnavailable, InvalidRequest, MethodNotFound, ProtocolError
+from gateway.protocol.errors import (
+    BackendUnavailable,
+    InvalidRequest,
+    MethodNotFound,
+    ProtocolError,
+    ToolExecutionError,
+)
 from gateway.protocol.versions import LATEST_VERSION
 
 from . import mapping, modern
@@ -65,7 +71,7 @@ from .factory import transport_factory
 from .listen import Listener
 from .listing import ALL_LISTINGS, fetch_listings
 from .relay import Relay, sole_owner
-from .transport import SessionExpired
+from .transport import ResponseTooLarge, SessionExpired
 
 if TYPE_CHECKING:
     from gateway.context import CallContext, SessionHandle
@@ -491,7 +497,10 @@ class MCPConnector(Connector):
         return self._shared is not None
 
     async def call_tool(self, name: str, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-        return await self._forward("tools/call", {"name": name, "arguments": arguments}, ctx)
+        try:
+            return await self._forward("tools/call", {"name": name, "arguments": arguments}, ctx)
+        except ResponseTooLarge as exc:  # a model can act on it (ask for less), like the OpenAPI one
+            raise ToolExecutionError(exc.message, status="response_too_large") from None
 
     async def read_resource(self, uri: str, ctx: CallContext) -> dict[str, Any]:
         return await self._forward("resources/read", {"uri": uri}, ctx)

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 import aiohttp
+from aiohttp.http_exceptions import LineTooLong
 from yarl import URL
 
 from connectors.egress import EgressRefused
@@ -84,7 +85,7 @@ class LegacySSETransport(ClientTransport):
                         decode_payload(event.data, self._deliver, None, self.name)
         except TransportClosed as exc:
             reason = str(exc)
-        except ValueError:  # readuntil past max_size
+        except LineTooLong:  # readuntil past max_size
             reason = f"upstream {self.name} sent an event over {self._max_bytes} bytes (max_response_bytes)"
         except _CONN_ERRORS as exc:
             reason = f"cannot reach upstream {self.name} at {self._url}: {exc}"

@@ -36,10 +36,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from connectors.egress import EgressPolicy
 from gateway.protocol.errors import BackendUnavailable
 from gateway.protocol.jsonrpc import dumps
-
-from connectors.egress import EgressPolicy
 
 from .http1 import BodyTooLarge, HTTP1Client, HTTPConnectionError, HTTPResponse, header_block
 from .sse import SSEDecoder
@@ -220,9 +219,12 @@ class StreamableHTTPTransport(ClientTransport):
         deliver = self._deliver
         pending = b""
         while chunk := await resp.read_chunk():
-            lines = (pending + chunk).split(b"\n")
+            data = pending + chunk
+            lines = data.split(b"\n")
             pending = lines.pop()
-            if len(pending) > self._max_bytes:
+            # One SSE line is one message: none may pass the limit, whole or still arriving.
+            if len(data) > self._max_bytes and (len(pending) > self._max_bytes or
+                                                any(len(line) > self._max_bytes for line in lines)):
                 raise ResponseTooLarge(self.name, self._max_bytes)
             done = False
             for line in lines:

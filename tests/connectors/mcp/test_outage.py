@@ -23,6 +23,7 @@ from mcp import MCPError
 from gateway.protocol.errors import BACKEND_UNAVAILABLE
 from tests.connectors.mcp.helpers import upstream_http
 from tests.connectors.mcp.test_gateway_e2e import client, mcp_entry
+from tests.e2e.clients import eventually
 from tests.support import free_port, running_gateway
 
 
@@ -36,12 +37,6 @@ def audit_rows(tmp_path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines() if line.strip()]
 
 
-async def until(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.02)
-
-
 async def test_an_outage_answers_unavailable_for_every_kind_of_target_and_recovery_serves_all(tmp_path: Path) -> None:
     port = free_port()
     entry = mcp_entry("up", "streamable_http", f"http://127.0.0.1:{port}/mcp", protocol="legacy",
@@ -49,7 +44,7 @@ async def test_an_outage_answers_unavailable_for_every_kind_of_target_and_recove
     async with running_gateway(gateway_config(tmp_path, entry)) as gw:
         connector = gw.connectors["up"]
         async with upstream_http("streamable_http", port=port) as (_url, proc):
-            await until(lambda: connector.health().up)
+            await eventually(lambda: connector.health().up, 20)
             async with client(gw.mcp_url) as (session, _rec):
                 calls: dict[str, Callable[[], Awaitable[Any]]] = {
                     "tools/call": lambda: session.call_tool("up_echo", {"text": "hi"}),
@@ -61,7 +56,7 @@ async def test_an_outage_answers_unavailable_for_every_kind_of_target_and_recove
                     await call()
                 proc.kill()
                 await proc.wait()
-                await until(lambda: not connector.health().up)
+                await eventually(lambda: not connector.health().up, 20)
                 for what, call in calls.items():
                     with pytest.raises(MCPError) as info:
                         await call()
@@ -70,7 +65,7 @@ async def test_an_outage_answers_unavailable_for_every_kind_of_target_and_recove
                     assert "is unavailable: connector up is down" in error.message, (what, error.message)
                     assert error.data == {"connector": "up"}, what
         async with upstream_http("streamable_http", port=port):
-            await until(lambda: connector.health().up)
+            await eventually(lambda: connector.health().up, 20)
             async with client(gw.mcp_url) as (session, _rec):
                 assert (await session.call_tool("up_echo", {"text": "back"})).content[0].text == "back"  # type: ignore[union-attr]
                 assert (await session.read_resource("mem://static")).contents  # type: ignore[arg-type]

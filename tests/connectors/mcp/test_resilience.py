@@ -18,7 +18,7 @@ from typing import Any
 from connectors.mcp.config import MCPConfig
 from connectors.mcp.connector import MCPConnector
 from gateway.protocol.errors import BackendUnavailable
-from tests.connectors.mcp.helpers import DummySession, Events, make_ctx, upstream_http
+from tests.connectors.mcp.helpers import DummySession, Events, Signal, make_ctx, upstream_http
 from tests.connectors.mcp.resetting_proxy import ResettingProxy
 
 CALLERS = 8
@@ -49,6 +49,7 @@ async def test_resets_under_concurrent_calls_cost_at_most_one_call_each_and_keep
         failures: list[BackendUnavailable] = []
         ok = 0
         done = asyncio.Event()
+        progress = Signal()
 
         async def caller(i: int) -> None:
             nonlocal ok
@@ -62,6 +63,7 @@ async def test_resets_under_concurrent_calls_cost_at_most_one_call_each_and_keep
                 else:
                     assert result["content"][0]["text"] == f"c{i}"
                     ok += 1
+                    progress.pulse()
 
         callers = [asyncio.create_task(caller(i)) for i in range(CALLERS)]
         try:
@@ -69,8 +71,7 @@ async def test_resets_under_concurrent_calls_cost_at_most_one_call_each_and_keep
                 before = ok
                 proxy.arm()
                 await proxy.wait_resets(n)
-                while ok < before + 50:  # traffic flows again between resets
-                    await asyncio.sleep(0.01)
+                await progress.wait(lambda b=before: ok >= b + 50)  # type: ignore[misc]  # traffic flows again
         finally:
             done.set()
             await asyncio.gather(*callers)
