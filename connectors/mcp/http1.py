@@ -395,11 +395,12 @@ class _Connection(asyncio.Protocol):
             return False
         if self._fd < 0:
             return True
+        poller = select.poll()  # not select(): descriptors past 1024 are common in a busy gateway
         try:
-            readable, _, _ = select.select([self._fd], [], [], 0)
+            poller.register(self._fd, select.POLLIN)
+            return not poller.poll(0)
         except (OSError, ValueError):
             return False
-        return not readable
 
     @property
     def unsent(self) -> bool:

@@ -465,3 +465,39 @@ async def test_a_reused_connection_reset_before_answering_is_retried_only_when_s
             await client.request("POST", NO_HEADERS, b"{}")  # not idempotent: that request fails
         assert info.value.unanswered and not info.value.connecting and client.retries == 1
         await client.close()
+
+
+async def test_a_pooled_connection_the_peer_closed_is_discarded_even_before_the_loop_noticed() -> None:
+    # A blocking server in a thread: it can answer and close while the client's event loop is
+    # blocked (joining it), so the FIN waits in the socket unseen by the loop, and only the poll
+    # before reuse can notice it. A POST is not retry-safe: without that poll it would fail.
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    connections = 0
+
+    def answer_once_then_close() -> None:
+        nonlocal connections
+        conn, _ = listener.accept()
+        connections += 1
+        with conn:
+            data = b""
+            while not data.endswith(b"{}"):
+                data += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+    client = HTTP1Client(f"http://127.0.0.1:{port}/mcp", connect_timeout_s=5)
+    try:
+        for _ in range(2):
+            server = threading.Thread(target=answer_once_then_close)
+            server.start()
+            resp = await client.request("POST", NO_HEADERS, b"{}")
+            assert (resp.status, await resp.read(100)) == (200, b"ok")
+            resp.release()
+            server.join(5)  # blocks the loop: the close is not seen by it before the next request
+    finally:
+        await client.close()
+        listener.close()
+    assert connections == 2 and client.retries == 0
