@@ -1,6 +1,6 @@
 """The egress policy: where a connector may open connections, and which redirects it follows.
 
-A connector that reaches a network (OpenAPI today; MCP over HTTP next) builds one
+A connector that reaches a network (OpenAPI; MCP over HTTP) builds one
 :class:`EgressPolicy` from its ``egress:`` config (:class:`~connectors.config.EgressConfig`) and
 sends every request through it. The rules, in order, for each address a connection would go to:
 
@@ -171,11 +171,14 @@ async def system_lookup(host: str, port: int, family: int = 0) -> list[str]:
 class EgressPolicy:
     """One connector's egress rules (see the module docstring). ``trusted`` are the URLs the
     connector's own config names (base URL, spec URL, upstream URL, token URL): those written with
-    an IP literal may reach that private address, at that origin. ``lookup`` replaces the system
-    resolver (tests map names to loopback addresses with it)."""
+    an IP literal may reach that private address, at that origin. With ``trust_names`` a host
+    *name* in them is trusted the same way (its private addresses, at that origin; never
+    link-local or metadata ones): for URLs nothing but the operator writes (an MCP upstream's
+    ``url``), unlike a spec's ``servers``. ``lookup`` replaces the system resolver (tests map
+    names to loopback addresses with it)."""
 
     def __init__(self, config: EgressConfig | None = None, *, trusted: Iterable[str | None] = (),
-                 lookup: Lookup | None = None) -> None:
+                 lookup: Lookup | None = None, trust_names: bool = False) -> None:
         config = config or EgressConfig()
         self.config = config
         self.max_redirects = config.max_redirects
@@ -193,7 +196,7 @@ class EgressPolicy:
             except ValueError:
                 continue
             host = host_key(url.raw_host or "")
-            if url.scheme in ("http", "https") and _literal(host) is not None:
+            if url.scheme in ("http", "https") and (trust_names or _literal(host) is not None):
                 trusted_origins.add((host, url.port))
         self._trusted = frozenset(trusted_origins)
         self._passed: set[tuple[str, str | None, int | None]] = set()
@@ -219,7 +222,7 @@ class EgressPolicy:
         if kind == PRIVATE:
             if any(ip in net for net in self._allow_private):
                 return
-            if (key, port) in self._trusted:  # only IP literals are trusted, so key is the address
+            if (key, port) in self._trusted:  # an IP literal (or, with trust_names, the name) as configured
                 return
             raise EgressRefused(key, kind, address=address, hint="allow its network in egress.allow_private "
                                 "(or the host in egress.allow_hosts)")

@@ -104,6 +104,10 @@ def _ui_uri_namespaced(entry: Entry, aliases: dict[str, str]) -> Entry:
     return Entry(entry.key, entry.name, entry.connector, entry.local, wire)
 
 
+# What a connector that goes down served, remembered by kind: (kind, snapshot key).
+_DOWN_KINDS = (("tool", "tools"), ("prompt", "prompts"), ("resource", "resources"), ("template", "resourceTemplates"))
+
+
 class Catalog:
     """Aggregates connectors; answers listings and resolves public names to connectors."""
 
@@ -114,7 +118,8 @@ class Catalog:
         self.prefixes: dict[str, str] = {}
         self._snapshots: dict[str, Snapshot] = {key: _EMPTY for key, _ in LISTINGS.values()}
         self._uri_aliases: dict[str, str] = {}  # public URI → (connector's) local URI when namespaced
-        self._down: dict[str, Connector] = {}  # public tool/prompt name → its connector, while down
+        # (kind, public name or URI or URI template) → its connector, while that connector is down
+        self._down: dict[tuple[str, str], Connector] = {}
 
     # -- building ----------------------------------------------------------------------------
     def set_connectors(self, connectors: Sequence[tuple[Connector, str]]) -> None:
@@ -131,15 +136,16 @@ class Catalog:
         prompts: dict[str, Entry] = {}
         resources: list[tuple[Connector, Any]] = []
         templates: list[tuple[Connector, Any]] = []
-        down: dict[str, Connector] = {}
+        down: dict[tuple[str, str], Connector] = {}
         for connector in self.connectors.values():
             prefix = self.prefixes[connector.name]
             if not connector.health().up:
                 # A connector that is down contributes nothing until it recovers; calls to what
-                # it served fail fast naming it (BackendUnavailable) instead of "unknown tool".
-                for old in self._snapshots["tools"].entries + self._snapshots["prompts"].entries:
-                    if old.connector is connector:
-                        down[old.key] = connector
+                # it served (tools, prompts, resources, templates) fail fast naming it
+                # (BackendUnavailable) instead of "unknown tool" or "resource not found".
+                for kind, key in _DOWN_KINDS:
+                    down.update({(kind, old.key): connector for old in self._snapshots[key].entries
+                                 if old.connector is connector})
                 down.update({k: c for k, c in self._down.items() if c is connector})
                 continue
             for spec in connector.tools():
@@ -233,12 +239,26 @@ class Catalog:
         return result
 
     def _unavailable(self, kind: str, name: str) -> BackendUnavailable | None:
-        connector = self._down.get(name)
+        connector = self._down.get((kind, name))
         if connector is None:
             return None
-        detail = connector.health().detail
-        return BackendUnavailable(f"The {kind} {name} is unavailable: connector {connector.name} is down"
-                                  + (f" ({detail})" if detail else ""), {"connector": connector.name})
+        return BackendUnavailable.connector_down(connector.name, connector.health().detail, f"{kind} {name}")
+
+    def _unavailable_uri(self, uri: str) -> BackendUnavailable | None:
+        """A URI that a connector now down served: listed, namespaced ``{connector}+``, or
+        matching one of its templates."""
+        found = self._unavailable("resource", uri)
+        if found is not None:
+            return found
+        head, sep, _rest = uri.partition("+")
+        if sep and head in self.connectors and not self.connectors[head].health().up:
+            connector = self.connectors[head]
+            return BackendUnavailable.connector_down(connector.name, connector.health().detail, f"resource {uri}")
+        for (kind, key), connector in self._down.items():
+            if kind == "template" and template_matches(key, uri):
+                return BackendUnavailable.connector_down(connector.name, connector.health().detail,
+                                                         f"resource {uri}")
+        return None
 
     def tool(self, name: str) -> Entry:
         entry = self._snapshots["tools"].by_key.get(name)
@@ -272,7 +292,7 @@ class Catalog:
         for connector in self.connectors.values():
             if connector.health().up and connector.owns_uri(uri):
                 return connector, uri, self._template_name(connector, uri) or uri
-        raise ResourceNotFound(uri)
+        raise self._unavailable_uri(uri) or ResourceNotFound(uri)
 
     def owner(self, method: str, target: str) -> Connector | None:
         """The connector a call's public target resolves to now, or None (a listing, an unknown
@@ -309,7 +329,7 @@ class Catalog:
             return target
         try:
             return self.resource_owner(target)[2]
-        except ResourceNotFound:
+        except (ResourceNotFound, BackendUnavailable):
             return target
 
     def capabilities(self) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from gateway.protocol.errors import (
     InvalidParams,
     MethodNotFound,
     ProtocolError,
+    RequestTimeout,
     ToolExecutionError,
 )
 from gateway.protocol.revisions import CacheHint, revision
@@ -146,6 +147,10 @@ async def _call_tool(d: Dispatcher, ctx: CallContext) -> dict[str, Any]:
             if d.tasks is None:
                 raise InternalError(f"connector {entry.connector.name} answered with a task; tasks are not served")
             result = d.tasks.seal_result(entry.connector.name, ctx, result)
+    except RequestTimeout as exc:  # the connector's own clock: the same shape as the deadline's
+        failure = ToolExecutionError.timed_out(exc.message)
+        record.backend_status, record.outcome = failure.status, "timeout"
+        return failure.to_result()
     except ToolExecutionError as exc:
         record.backend_status = exc.status
         record.outcome = "tool_error"

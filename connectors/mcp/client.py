@@ -10,7 +10,8 @@ the transport relates to one of our requests is handed over with that request's 
 how upstream progress, logs and sampling find their downstream session.
 
 Failures map to the gateway's exception tree at this edge: a lost transport is
-``BackendUnavailable``, an exhausted timeout ``RequestTimeout``, an upstream JSON-RPC error a
+``BackendUnavailable`` (so is one request lost with its connection, with ``data.retriable``; the
+session stands), an exhausted timeout ``RequestTimeout``, an upstream JSON-RPC error a
 ``ProtocolError`` with the upstream's own code, message and data. A cancelled caller makes the
 session send ``notifications/cancelled`` upstream before the cancellation propagates (unless
 ``cancel_by_close``: a 2026-07-28 HTTP request is cancelled by closing its response stream).
@@ -43,7 +44,7 @@ from gateway.protocol.errors import (
 from gateway.protocol.jsonrpc import error_from_exception, result_response
 from gateway.protocol.versions import LATEST_LEGACY_VERSION, LEGACY_VERSIONS
 
-from .transport import ClientTransport, Deliver, OnLost, SessionExpired, TransportClosed
+from .transport import ClientTransport, Deliver, OnLost, RequestFailed, SessionExpired, TransportClosed
 
 __all__ = ["SessionHandler", "UpstreamSession", "TransportFactory", "Hints", "Stamper", "opening_error"]
 
@@ -203,6 +204,8 @@ class UpstreamSession:
             raise
         except SessionExpired:
             raise
+        except RequestFailed as exc:  # this request only: the session stands
+            raise BackendUnavailable(str(exc), {"retriable": True}) from None
         except TransportClosed as exc:
             raise BackendUnavailable(f"upstream {self.name} is unavailable: {exc}") from None
         finally:

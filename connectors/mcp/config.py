@@ -14,6 +14,12 @@ rest (:mod:`connectors.mcp.era`); ``modern`` or ``legacy`` force one. The legacy
 transport is legacy only. ``probe_timeout_s`` bounds the wait for the probe's answer on stdio: no
 answer in that time means a legacy server (over HTTP, where no answer is no verdict, the probe has
 ``connect_timeout_s``).
+
+Over HTTP (``sse``, ``streamable_http``), ``egress`` is where the connector may connect
+(:mod:`connectors.egress`): the host of ``url`` is trusted by name for private addresses (it is
+the operator's own word), but link-local and metadata addresses need ``allow_hosts`` and every
+other host (the legacy transport's ``endpoint`` event) follows the rules. ``max_response_bytes``
+bounds one upstream message; a larger one fails that request only.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from connectors.config import ConnectorConfig
+from connectors.config import ConnectorConfig, EgressConfig
 
 __all__ = ["MCPConfig"]
 
@@ -56,6 +62,9 @@ class MCPConfig(ConnectorConfig):
     reconnect_max_s: float = Field(30.0, gt=0)
     # Pages followed per listing before giving up on an upstream whose cursors never end.
     max_pages: int = Field(1000, ge=1)
+    # Over HTTP: where the connector may connect, and the largest upstream message (one request fails).
+    egress: EgressConfig = EgressConfig()
+    max_response_bytes: int = Field(64 * 1024 * 1024, ge=1024)
 
     @model_validator(mode="after")
     def _transport_fields(self) -> MCPConfig:

@@ -52,8 +52,15 @@ from connectors.base import (
     ConnectorEvents,
     Health,
 )
+from connectors.egress import EgressPolicy, Lookup
 from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
-from gateway.protocol.errors import BackendUnavailable, InvalidRequest, MethodNotFound, ProtocolError
+from gateway.protocol.errors import (
+    BackendUnavailable,
+    InvalidRequest,
+    MethodNotFound,
+    ProtocolError,
+    ToolExecutionError,
+)
 from gateway.protocol.meta import TASKS_EXTENSION
 from gateway.protocol.versions import LATEST_VERSION
 
@@ -65,7 +72,7 @@ from .factory import transport_factory
 from .listen import Listener
 from .listing import ALL_LISTINGS, fetch_listings
 from .relay import Relay, sole_owner
-from .transport import SessionExpired
+from .transport import ResponseTooLarge, SessionExpired
 
 if TYPE_CHECKING:
     from gateway.context import CallContext, SessionHandle
@@ -83,9 +90,13 @@ class MCPConnector(Connector):
     kind = "mcp"
     config: MCPConfig
 
-    def __init__(self, config: MCPConfig, base_dir: Path = Path(".")) -> None:
+    def __init__(self, config: MCPConfig, base_dir: Path = Path("."), *, lookup: Lookup | None = None) -> None:
+        """``lookup`` replaces the system resolver (tests map names to loopback addresses)."""
         super().__init__(config, base_dir)
         self._http: aiohttp.ClientSession | None = None
+        # Over HTTP every connection goes through it; the configured url's host is the operator's
+        # own word (trusted by name for private addresses), everything else follows the rules.
+        self._egress = EgressPolicy(config.egress, trusted=(config.url,), lookup=lookup, trust_names=True)
         self._shared: UpstreamSession | None = None
         self._clients: dict[str, UpstreamSession] = {}
         self._client_locks: dict[str, asyncio.Lock] = {}
@@ -117,10 +128,9 @@ class MCPConnector(Connector):
             # One HTTP client per connector, shared by every upstream session of it (its cookie jar
             # keeps load-balancer stickiness cookies, which stateful upstreams behind one rely on).
             # Streamable HTTP sessions bring their own lean client (http1.py): it is the hot path.
-            self._http = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.config.connect_timeout_s),
-                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60),
-            )
+            self._http = self._egress.client_session(
+                limit=0, keepalive_timeout=4.0,
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.config.connect_timeout_s))
         # The first attempt runs as the reconnect loop with no initial delay. start() waits for it
         # only up to startup_wait_s: a slow or hung upstream must not hold up the gateway and the
         # other connectors; it joins the catalog (components_changed) whenever it gets there.
@@ -174,7 +184,7 @@ class MCPConnector(Connector):
 
     # -- sessions ------------------------------------------------------------------------------
     def _transport_factory(self) -> TransportFactory:
-        return transport_factory(self.name, self.config, self.base_dir, self._http)
+        return transport_factory(self.name, self.config, self.base_dir, self._http, self._egress)
 
     async def _open_session(self, capabilities: dict[str, Any]) -> UpstreamSession:
         """A legacy upstream session of one downstream session (``per_client``)."""
@@ -400,7 +410,7 @@ class MCPConnector(Connector):
     async def _session_for(self, ctx: CallContext) -> UpstreamSession:
         shared = self._shared
         if shared is None:
-            raise BackendUnavailable(f"Upstream MCP server {self.name} is unavailable: {self._health.detail}")
+            raise BackendUnavailable.connector_down(self.name, self._health.detail)
         if self.config.session == "shared" or shared.modern:
             return shared
         sid = ctx.session.id
@@ -488,7 +498,10 @@ class MCPConnector(Connector):
         return self._shared is not None
 
     async def call_tool(self, name: str, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-        return await self._forward("tools/call", {"name": name, "arguments": arguments}, ctx)
+        try:
+            return await self._forward("tools/call", {"name": name, "arguments": arguments}, ctx)
+        except ResponseTooLarge as exc:  # a model can act on it (ask for less), like the OpenAPI one
+            raise ToolExecutionError(exc.message, status="response_too_large") from None
 
     async def read_resource(self, uri: str, ctx: CallContext) -> dict[str, Any]:
         return await self._forward("resources/read", {"uri": uri}, ctx)
@@ -525,7 +538,7 @@ class MCPConnector(Connector):
         self._subscribed.add(uri)
         shared = self._shared
         if shared is None:
-            raise BackendUnavailable(f"Upstream MCP server {self.name} is unavailable: {self._health.detail}")
+            raise BackendUnavailable.connector_down(self.name, self._health.detail)
         if self._listener is not None and shared.modern:
             # 2026-07-28: no resources/subscribe; the listen is re-opened with the new set.
             await self._listener.update(self._subscribed, self._deadline(ctx) or 30.0)

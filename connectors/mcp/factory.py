@@ -13,6 +13,8 @@ from pathlib import Path
 
 import aiohttp
 
+from connectors.egress import EgressPolicy
+
 from .client import TransportFactory
 from .config import MCPConfig
 from .legacy_sse import LegacySSETransport
@@ -22,8 +24,10 @@ from .streamable_http import StreamableHTTPTransport
 __all__ = ["transport_factory"]
 
 
-def transport_factory(name: str, cfg: MCPConfig, base_dir: Path, http: aiohttp.ClientSession | None) -> TransportFactory:
-    """Fresh transports to the upstream of ``cfg`` (``http``: the legacy SSE transport's client)."""
+def transport_factory(name: str, cfg: MCPConfig, base_dir: Path, http: aiohttp.ClientSession | None,
+                      policy: EgressPolicy | None = None) -> TransportFactory:
+    """Fresh transports to the upstream of ``cfg`` (``http``: the legacy SSE transport's client,
+    built on ``policy``; ``policy``: the connector's egress policy, for Streamable HTTP's own)."""
     if cfg.transport == "stdio":
         cwd = base_dir if cfg.cwd is None else Path(cfg.cwd)
         if not cwd.is_absolute():
@@ -39,6 +43,8 @@ def transport_factory(name: str, cfg: MCPConfig, base_dir: Path, http: aiohttp.C
         assert http is not None
         session = http
         return lambda deliver, lost: LegacySSETransport(name, deliver, lost, url=url, headers=cfg.headers,
-                                                        http=session, connect_timeout_s=cfg.connect_timeout_s)
+                                                        http=session, connect_timeout_s=cfg.connect_timeout_s,
+                                                        max_response_bytes=cfg.max_response_bytes)
     return lambda deliver, lost: StreamableHTTPTransport(name, deliver, lost, url=url, headers=cfg.headers,
-                                                         connect_timeout_s=cfg.connect_timeout_s)
+                                                         connect_timeout_s=cfg.connect_timeout_s, policy=policy,
+                                                         max_response_bytes=cfg.max_response_bytes)

@@ -12,11 +12,28 @@ per connection, most recently used first; bodies read chunk by chunk (SSE stream
 back-pressure; ``gzip``/``deflate`` content coding; cookies the upstream sets are sent back
 (load-balancer stickiness), per client, so per upstream session.
 
-What it leaves out: proxies and redirects (a 3xx is returned as a status, and the transport names
-it), HTTP/2, pipelining, retrying a request (a POST is not idempotent; a connection the upstream
-closed while idle is noticed and skipped before it is used).
+Connection hygiene (issue 19: an upstream closing an idle connection just as the next request
+arrives must cost at most that request, never the upstream session):
 
-Failures to connect or a broken response raise :class:`HTTPConnectionError` (an ``OSError``).
+* an idle connection is kept at most ``_IDLE_S`` (below the 5 s keep-alive of common servers:
+  uvicorn, Node, gunicorn), and at most three quarters of what the server's ``Keep-Alive:
+  timeout=N`` says; ``Connection: close`` (and HTTP/1.0 without keep-alive) is honoured;
+* before reuse an idle connection is polled: readable means the peer closed it (EOF, RST) or is
+  out of step, and it is discarded without being written to;
+* a request that failed on a *reused* connection before any byte of the response arrived is sent
+  once more on a fresh connection when that is safe: it never left (the write failed), or the
+  caller says the request is idempotent (``retry_safe``: listings, reads, ``ping``). Otherwise
+  that one request fails with :class:`HTTPConnectionError` whose ``unanswered`` is true (the
+  caller may retry it knowing nothing of the response arrived).
+
+What it leaves out: proxies and redirects (a 3xx is returned as a status, and the transport names
+it), HTTP/2, pipelining.
+
+Connections go to the address the connector's :class:`~connectors.egress.EgressPolicy` checked
+(``policy.create_connection``), when it has one.
+
+Failures raise :class:`HTTPConnectionError` (an ``OSError``); ``connecting`` tells a connection
+that could not be made (the upstream is unreachable) from one that broke under a request.
 """
 
 from __future__ import annotations
@@ -26,6 +43,7 @@ import collections
 import contextlib
 import functools
 import os
+import select
 import socket
 import ssl
 import time
@@ -37,17 +55,35 @@ from typing import Any, cast
 import httptools
 from yarl import URL
 
-__all__ = ["HTTP1Client", "HTTPResponse", "HTTPConnectionError", "header_block"]
+from connectors.egress import EgressPolicy, EgressRefused
+
+__all__ = ["HTTP1Client", "HTTPResponse", "HTTPConnectionError", "BodyTooLarge", "header_block",
+           "keep_alive_timeout"]
 
 # Body bytes buffered per response before reading from the socket pauses, and resumes below half.
 _HIGH_WATER = 4 * 1024 * 1024
-# Idle connections kept per client, and how long one may stay idle before it is closed.
+# Idle connections kept per client, and how long one may stay idle before it is closed: below
+# the 5 s keep-alive timeout of common servers, so the client gives a connection up before the
+# server does (a server closing it as a request arrives resets that request).
 _MAX_IDLE = 32
-_IDLE_S = 60.0
+_IDLE_S = 4.0
+# Share of a server's own ``Keep-Alive: timeout=N`` a connection may idle (clocks and the wire
+# disagree by a little; a request must not arrive as the server closes).
+_KEEP_ALIVE_SHARE = 0.75
 
 
 class HTTPConnectionError(ConnectionError):
-    """The upstream could not be reached, or the connection broke or spoke bad HTTP."""
+    """The upstream could not be reached, or the connection broke or spoke bad HTTP.
+
+    ``connecting``: no connection could be made (refused, DNS, timeout, TLS): the upstream is
+    unreachable. ``unanswered``: the connection broke before any byte of the response arrived, so
+    the caller knows no part of an answer was lost (whether the request ran is unknown).
+    """
+
+    def __init__(self, message: str, *, connecting: bool = False, unanswered: bool = False) -> None:
+        super().__init__(message)
+        self.connecting = connecting
+        self.unanswered = unanswered
 
 
 @functools.lru_cache(maxsize=8)
@@ -56,6 +92,29 @@ def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
     too much for every upstream session (``per_client`` opens one per downstream session). The
     arguments are the ``SSL_CERT_FILE``/``SSL_CERT_DIR`` the context was built under."""
     return ssl.create_default_context()
+
+
+class BodyTooLarge(HTTPConnectionError):
+    """:meth:`HTTPResponse.read` met more than its limit; the connection was closed."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"response body over {limit} bytes")
+        self.limit = limit
+
+
+def keep_alive_timeout(value: str | None) -> float | None:
+    """The ``timeout=`` of a ``Keep-Alive`` header in seconds, None when absent or malformed."""
+    if not value:
+        return None
+    for part in value.split(","):
+        key, _, number = part.strip().partition("=")
+        if key.strip().lower() == "timeout":
+            try:
+                seconds = float(number.strip())
+            except ValueError:
+                return None
+            return seconds if seconds >= 0 else None
+    return None
 
 
 def header_block(headers: Mapping[str, str]) -> str:
@@ -94,14 +153,14 @@ class HTTPResponse:
         return await self._conn.read_chunk()
 
     async def read(self, limit: int) -> bytes:
-        """The whole body; more than ``limit`` bytes is an :class:`HTTPConnectionError`."""
+        """The whole body; more than ``limit`` bytes is :class:`BodyTooLarge`."""
         parts: list[bytes] = []
         size = 0
         while chunk := await self._conn.read_chunk():
             size += len(chunk)
             if size > limit:
                 self._conn.close()
-                raise HTTPConnectionError(f"response body over {limit} bytes")
+                raise BodyTooLarge(limit)
             parts.append(chunk)
         return b"".join(parts)
 
@@ -124,6 +183,9 @@ class _Connection(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self.closed = False
         self.idle_since = 0.0
+        self.idle_limit_s = _IDLE_S
+        self.served = 0  # responses completed on this connection: >0 means it is a reused one
+        self._fd = -1
         self._reset()
 
     def _reset(self) -> None:
@@ -143,6 +205,8 @@ class _Connection(asyncio.Protocol):
         self._finished = False
         self._grace: asyncio.TimerHandle | None = None
         self._decoder: Any = None
+        self._received = False  # any byte of this request's response arrived
+        self._unsent = False  # the connection broke while the request was still being written
 
     # -- asyncio.Protocol ----------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -151,11 +215,14 @@ class _Connection(asyncio.Protocol):
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with contextlib.suppress(OSError, ValueError):
+                self._fd = sock.fileno()
 
     def data_received(self, data: bytes) -> None:
         if self._head is None:  # bytes nobody asked for: the connection is out of step
             self.close()
             return
+        self._received = True
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
@@ -174,7 +241,11 @@ class _Connection(asyncio.Protocol):
             return
         reason = f": {exc}" if exc else ""
         where = "while sending the body" if self._started and self._head.done() else "before answering"
-        self._fail(HTTPConnectionError(f"the upstream closed the connection {where}{reason}"))
+        if self._transport is not None and (isinstance(exc, BrokenPipeError) or
+                                            self._transport.get_write_buffer_size() > 0):
+            self._unsent = True
+        self._fail(HTTPConnectionError(f"the upstream closed the connection {where}{reason}",
+                                       unanswered=not self._received))
 
     def pause_writing(self) -> None:  # requests are small: nothing to pause
         pass
@@ -206,6 +277,9 @@ class _Connection(asyncio.Protocol):
             else:
                 headers[name] = value
         self._header_list = []
+        server_idle = keep_alive_timeout(headers.get("keep-alive"))
+        if server_idle is not None:
+            self.idle_limit_s = min(_IDLE_S, server_idle * _KEEP_ALIVE_SHARE)
         if cookies:
             self._client._store_cookies(cookies)
         coding = headers.get("content-encoding", "identity").strip().lower()
@@ -250,6 +324,7 @@ class _Connection(asyncio.Protocol):
                     self._chunks.append(tail)
         self.complete = True
         self._keep_alive = self._parser.should_keep_alive() and not self._close_delimited
+        self.served += 1
         self._wake()
         if self._finished:
             self._done()
@@ -312,6 +387,26 @@ class _Connection(asyncio.Protocol):
         else:
             self.close()
 
+    def usable(self, now: float) -> bool:
+        """An idle connection may carry the next request: not closed, not idle past its limit,
+        and nothing to read on it (an idle connection has nothing to say: readable means EOF, a
+        reset or stray bytes the event loop has not handled yet)."""
+        if self.closed or now - self.idle_since >= self.idle_limit_s:
+            return False
+        if self._fd < 0:
+            return True
+        poller = select.poll()  # not select(): descriptors past 1024 are common in a busy gateway
+        try:
+            poller.register(self._fd, select.POLLIN)
+            return not poller.poll(0)
+        except (OSError, ValueError):
+            return False
+
+    @property
+    def unsent(self) -> bool:
+        """The last request broke the connection while it was still being written."""
+        return self._unsent
+
     def close(self) -> None:
         if self._transport is not None and not self.closed:
             self.closed = True
@@ -333,9 +428,10 @@ class _Connection(asyncio.Protocol):
 
 
 class HTTP1Client:
-    """Keep-alive connections to the origin of ``url``, for requests to ``url`` itself."""
+    """Keep-alive connections to the origin of ``url``, for requests to ``url`` itself.
+    ``policy``: the connector's egress policy, which every new connection goes through."""
 
-    def __init__(self, url: str, *, connect_timeout_s: float) -> None:
+    def __init__(self, url: str, *, connect_timeout_s: float, policy: EgressPolicy | None = None) -> None:
         parsed = URL(url)
         if parsed.scheme not in ("http", "https") or not parsed.host:
             raise ValueError(f"not an http(s) URL: {url}")
@@ -350,14 +446,19 @@ class HTTP1Client:
         self._target = parsed.raw_path_qs or "/"
         self._static = f"Host: {authority}\r\nAccept-Encoding: gzip, deflate\r\nUser-Agent: mcp-gateway\r\n"
         self._connect_timeout_s = connect_timeout_s
+        self._policy = policy
         self._idle: list[_Connection] = []
         self._all: set[_Connection] = set()
         self._cookies: dict[str, str] = {}
         self._closed = False
+        self.retries = 0  # requests sent again on a fresh connection (module docstring)
 
-    async def request(self, method: str, headers: str, body: bytes = b"") -> HTTPResponse:
+    async def request(self, method: str, headers: str, body: bytes = b"", *,
+                      retry_safe: bool = False) -> HTTPResponse:
         """Send one request to the URL and return once the response's headers arrived.
-        ``headers`` comes from :func:`header_block`."""
+        ``headers`` comes from :func:`header_block`. ``retry_safe``: the request may be sent
+        twice (idempotent), so a reused connection that breaks before answering is retried once
+        on a fresh one (a request that broke while being written is retried whatever this says)."""
         if self._closed:
             raise HTTPConnectionError("client closed")
         lines = [f"{method} {self._target} HTTP/1.1\r\n", self._static, headers]
@@ -366,28 +467,43 @@ class HTTP1Client:
         if body or method == "POST":
             lines.append(f"Content-Length: {len(body)}\r\n")
         lines.append("\r\n")
+        head = "".join(lines).encode("latin-1")
         conn = await self._acquire()
-        return await conn.request("".join(lines).encode("latin-1"), body)
+        try:
+            return await conn.request(head, body)
+        except HTTPConnectionError as exc:
+            # A fresh connection that fails is the upstream's answer; a reused one may simply have
+            # been closed by the server as the request arrived (keep-alive race).
+            if not (conn.served and exc.unanswered and (retry_safe or conn.unsent)) or self._closed:
+                raise
+        self.retries += 1
+        conn = await self._acquire(fresh=True)
+        return await conn.request(head, body)
 
-    async def _acquire(self) -> _Connection:
+    async def _acquire(self, fresh: bool = False) -> _Connection:
         now = time.monotonic()
-        while self._idle:
+        while self._idle and not fresh:
             conn = self._idle.pop()
-            if not conn.closed and now - conn.idle_since < _IDLE_S:
+            if conn.usable(now):
                 return conn
             conn.close()
-        loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self._connect_timeout_s):
-                _transport, conn = await loop.create_connection(
-                    lambda: _Connection(self), self._host, self._port, ssl=self._ssl,
-                    server_hostname=self._host if self._ssl is not None else None)
+                if self._policy is not None:
+                    _transport, conn = await self._policy.create_connection(
+                        lambda: _Connection(self), self._host, self._port, ssl=self._ssl)
+                else:
+                    _transport, conn = await asyncio.get_running_loop().create_connection(
+                        lambda: _Connection(self), self._host, self._port, ssl=self._ssl,
+                        server_hostname=self._host if self._ssl is not None else None)
         except TimeoutError:
-            raise HTTPConnectionError(f"no connection within {self._connect_timeout_s:g}s") from None
+            raise HTTPConnectionError(f"no connection within {self._connect_timeout_s:g}s", connecting=True) from None
+        except EgressRefused as exc:  # str() names host, address, rule and how to allow it
+            raise HTTPConnectionError(str(exc), connecting=True) from None
         except ssl.SSLError as exc:
-            raise HTTPConnectionError(f"TLS handshake failed: {exc}") from None
+            raise HTTPConnectionError(f"TLS handshake failed: {exc}", connecting=True) from None
         except OSError as exc:
-            raise HTTPConnectionError(str(exc) or type(exc).__name__) from None
+            raise HTTPConnectionError(str(exc) or type(exc).__name__, connecting=True) from None
         if self._closed:
             conn.close()
             raise HTTPConnectionError("client closed")

@@ -4,6 +4,11 @@
 URL to POST messages to (resolved against ``url``). Every server message then arrives as a
 ``message`` event on that one stream, so nothing is related to a request (``related_id`` None).
 The stream ending is the upstream going away.
+
+Credentials (the connector's ``headers``) stay with the configured origin: no redirect is
+followed (a 3xx is reported with its target), and an ``endpoint`` on another origin (scheme, host,
+port) is refused before anything is posted there. The connector's aiohttp client is built on its
+egress policy, which checks every address connected to.
 """
 
 from __future__ import annotations
@@ -16,7 +21,10 @@ from typing import Any
 from urllib.parse import urljoin
 
 import aiohttp
+from aiohttp.http_exceptions import LineTooLong
+from yarl import URL
 
+from connectors.egress import EgressRefused
 from gateway.protocol.errors import BackendUnavailable
 from gateway.protocol.jsonrpc import dumps
 
@@ -27,14 +35,16 @@ __all__ = ["LegacySSETransport"]
 
 log = logging.getLogger("connectors.mcp")
 
-_CONN_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ConnectionError)
+# EgressRefused: the policy refused the address (not an OSError, so aiohttp lets it through).
+_CONN_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ConnectionError, EgressRefused)
 
 
 class LegacySSETransport(ClientTransport):
     def __init__(self, name: str, deliver: Deliver, on_lost: OnLost, *, url: str, headers: dict[str, str],
-                 http: aiohttp.ClientSession, connect_timeout_s: float) -> None:
+                 http: aiohttp.ClientSession, connect_timeout_s: float, max_response_bytes: int = MAX_LINE) -> None:
         super().__init__(name, deliver, on_lost)
         self._url = url
+        self._max_bytes = max_response_bytes
         self._http = http
         self._headers = dict(headers)
         self._post_headers = {**headers, "Content-Type": "application/json"}
@@ -58,21 +68,25 @@ class LegacySSETransport(ClientTransport):
         reason = "event stream closed by the upstream"
         try:
             headers = {**self._headers, "Accept": "text/event-stream"}
-            async with self._http.get(self._url, headers=headers) as resp:
+            async with self._http.get(self._url, headers=headers, allow_redirects=False) as resp:
                 if resp.status != 200:
-                    raise TransportClosed(f"upstream {self.name} answered HTTP {resp.status} at {self._url}")
+                    moved = resp.headers.get("Location")
+                    where = f" (to {moved[:200]}: not followed)" if moved and 300 <= resp.status < 400 else ""
+                    raise TransportClosed(f"upstream {self.name} answered HTTP {resp.status} at {self._url}{where}")
                 decoder = SSEDecoder()
-                while line := await resp.content.readuntil(b"\n", max_size=MAX_LINE):
+                while line := await resp.content.readuntil(b"\n", max_size=self._max_bytes):
                     event = decoder.feed_line(line)
                     if event is None:
                         continue
                     if event.event == "endpoint":
                         if not self._endpoint.done():
-                            self._endpoint.set_result(urljoin(self._url, event.data.strip()))
+                            self._endpoint.set_result(self._same_origin(event.data.strip()))
                     elif event.event == "message" and event.data:
                         decode_payload(event.data, self._deliver, None, self.name)
         except TransportClosed as exc:
             reason = str(exc)
+        except LineTooLong:  # readuntil past max_size
+            reason = f"upstream {self.name} sent an event over {self._max_bytes} bytes (max_response_bytes)"
         except _CONN_ERRORS as exc:
             reason = f"cannot reach upstream {self.name} at {self._url}: {exc}"
         finally:
@@ -81,17 +95,31 @@ class LegacySSETransport(ClientTransport):
                 self._endpoint.exception()  # retrieved here so an unawaited failure is not logged
             self._lose(reason)
 
+    def _same_origin(self, endpoint: str) -> str:
+        """The POST URL an ``endpoint`` event names, refused on another origin: the connector's
+        headers (its credentials) would go there."""
+        url = urljoin(self._url, endpoint)
+        ours, theirs = URL(self._url), URL(url)
+        if (theirs.scheme, theirs.host, theirs.port) != (ours.scheme, ours.host, ours.port):
+            raise TransportClosed(f"upstream {self.name} named an endpoint on another origin ({url[:200]}); "
+                                  "the gateway posts only to the origin of the connector's url")
+        return url
+
     async def send(self, message: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
         if not self.is_open or self.post_url is None:
             raise TransportClosed(f"upstream {self.name} is disconnected")
         try:
-            async with self._http.post(self.post_url, data=dumps(message), headers=self._post_headers) as resp:
+            async with self._http.post(self.post_url, data=dumps(message), headers=self._post_headers,
+                                       allow_redirects=False) as resp:
                 if resp.status >= 400:
                     await resp.read()
                     if resp.status == 404:
                         self._lose(f"upstream {self.name} forgot our session (HTTP 404)")
                         raise TransportClosed(f"upstream {self.name} forgot our session")
                     raise BackendUnavailable(f"upstream {self.name} answered HTTP {resp.status}")
+                if 300 <= resp.status < 400:
+                    raise BackendUnavailable(f"upstream {self.name} answered HTTP {resp.status} (a redirect, "
+                                             "not followed)")
         except _CONN_ERRORS as exc:
             reason = f"cannot reach upstream {self.name}: {exc}"
             self._lose(reason)

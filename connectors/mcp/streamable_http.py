@@ -14,6 +14,12 @@ on a request carrying our session id raises :class:`SessionExpired`; the session
 Each transport (one upstream session) has its own :class:`~connectors.mcp.http1.HTTP1Client`: its
 connections and cookies live and die with the session. A 3xx is reported, not followed.
 
+A connection that breaks under a request fails that request only (:class:`RequestFailed`): the
+lean client already retried it once on a fresh connection where that is safe (idempotent methods,
+``_RETRY_SAFE``). The session is lost only when no connection can be made at all, or the upstream
+says so (404). A response over ``max_response_bytes`` fails its request only (:class:`ResponseTooLarge`).
+Every connection goes through the connector's egress policy.
+
 Stateless mode (``stateless = True``, 2026-07-28): no session id, no GET stream, no resumption
 (the revision has none), and a connection failure fails that one request without declaring the
 upstream lost (there is nothing to lose: the health probe decides whether it is down). Closing a
@@ -30,10 +36,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from connectors.egress import EgressPolicy
 from gateway.protocol.errors import BackendUnavailable
 from gateway.protocol.jsonrpc import dumps
 
-from .http1 import HTTP1Client, HTTPResponse, header_block
+from .http1 import BodyTooLarge, HTTP1Client, HTTPConnectionError, HTTPResponse, header_block
 from .sse import SSEDecoder
 from .transport import (
     MAX_LINE,
@@ -41,6 +48,8 @@ from .transport import (
     Deliver,
     HTTPStatusError,
     OnLost,
+    RequestFailed,
+    ResponseTooLarge,
     SessionExpired,
     TransportClosed,
     decode_payload,
@@ -53,6 +62,13 @@ log = logging.getLogger("connectors.mcp")
 # OSError covers refused connections, DNS failures and the client's HTTPConnectionError.
 _CONN_ERRORS = (OSError,)
 
+# Requests that may be sent twice: they change nothing upstream (listings, reads, probes), so one
+# lost with a connection the server closed as it arrived is retried on a fresh connection.
+_RETRY_SAFE = frozenset({
+    "ping", "server/discover", "tools/list", "resources/list", "resources/templates/list", "prompts/list",
+    "resources/read", "prompts/get", "completion/complete",
+})
+
 # A server that keeps a response stream open after the response holds its connection; give up on
 # it (close the connection) after this long.
 _STREAM_END_GRACE_S = 10.0
@@ -60,11 +76,13 @@ _STREAM_END_GRACE_S = 10.0
 
 class StreamableHTTPTransport(ClientTransport):
     def __init__(self, name: str, deliver: Deliver, on_lost: OnLost, *, url: str, headers: dict[str, str],
-                 connect_timeout_s: float) -> None:
+                 connect_timeout_s: float, policy: EgressPolicy | None = None,
+                 max_response_bytes: int = MAX_LINE) -> None:
         super().__init__(name, deliver, on_lost)
         self._url = url
+        self._max_bytes = max_response_bytes
         # Our own connections (and cookies): they live and die with this upstream session.
-        self._http = HTTP1Client(url, connect_timeout_s=connect_timeout_s)
+        self._http = HTTP1Client(url, connect_timeout_s=connect_timeout_s, policy=policy)
         # Replaced (never mutated) when the session id or version is learnt; the header block is
         # checked and built once per change, not per request.
         self._headers: dict[str, str] = {**headers, "Accept": "application/json, text/event-stream",
@@ -99,12 +117,13 @@ class StreamableHTTPTransport(ClientTransport):
     async def send(self, message: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
         if not self.is_open:
             raise TransportClosed(f"upstream {self.name} is disconnected")
-        rid = message.get("id") if "method" in message else None
+        method = message.get("method")
+        rid = message.get("id") if method is not None else None
         block = self._header_block if not headers else self._header_block + header_block(headers)
         try:
-            resp = await self._http.request("POST", block, dumps(message))
+            resp = await self._http.request("POST", block, dumps(message), retry_safe=method in _RETRY_SAFE)
         except _CONN_ERRORS as exc:
-            raise self._unreachable(exc) from None
+            raise self._unreachable(exc, method) from None
         handed_off = False
         try:
             status = resp.status
@@ -131,7 +150,7 @@ class StreamableHTTPTransport(ClientTransport):
                     handed_off = True
                     resp.release_at_end(_STREAM_END_GRACE_S)
                 return
-            body = await resp.read(MAX_LINE)
+            body = await resp.read(self._max_bytes)
             if status >= 400:
                 self._deliver_error_body(body, rid, status)
                 return
@@ -139,13 +158,21 @@ class StreamableHTTPTransport(ClientTransport):
                 kind = resp.headers.get("content-type", "no content type")
                 raise BackendUnavailable(f"upstream {self.name} answered HTTP {status} ({kind}) without a "
                                          "JSON-RPC response to the request")
+        except BodyTooLarge:
+            raise ResponseTooLarge(self.name, self._max_bytes) from None
         except _CONN_ERRORS as exc:
-            raise self._unreachable(exc) from None
+            raise self._unreachable(exc, method) from None
         finally:
             if not handed_off:
                 resp.release()
 
-    def _unreachable(self, exc: BaseException) -> TransportClosed:
+    def _unreachable(self, exc: BaseException, method: Any) -> TransportClosed:
+        """A connection failure, as the failure of this request (the connection broke under it)
+        or of the session (no connection could be made: the upstream is not there)."""
+        if isinstance(exc, HTTPConnectionError) and not exc.connecting:
+            what = f"{method} to upstream {self.name}" if method else f"a message to upstream {self.name}"
+            return RequestFailed(f"{what} failed with its connection ({exc}); the upstream session stands, "
+                                 "the request may be retried")
         reason = f"cannot reach upstream {self.name} at {self._url}: {exc}"
         if not self.stateless:
             self._lose(reason)
@@ -192,10 +219,13 @@ class StreamableHTTPTransport(ClientTransport):
         deliver = self._deliver
         pending = b""
         while chunk := await resp.read_chunk():
-            lines = (pending + chunk).split(b"\n")
+            data = pending + chunk
+            lines = data.split(b"\n")
             pending = lines.pop()
-            if len(pending) > MAX_LINE:
-                raise ValueError(f"upstream {self.name} sent an SSE line over {MAX_LINE} bytes")
+            # One SSE line is one message: none may pass the limit, whole or still arriving.
+            if len(data) > self._max_bytes and (len(pending) > self._max_bytes or
+                                                any(len(line) > self._max_bytes for line in lines)):
+                raise ResponseTooLarge(self.name, self._max_bytes)
             done = False
             for line in lines:
                 event = decoder.feed_line(line)
@@ -240,6 +270,8 @@ class StreamableHTTPTransport(ClientTransport):
                     resp.release()
             except _CONN_ERRORS:
                 pass
+            except ResponseTooLarge as exc:
+                log.warning("upstream %s: GET stream dropped: %s", self.name, exc.message)
             if not self.is_open:
                 return
             # The spec's retry field wins; otherwise back off so a down upstream is not hammered.

@@ -25,10 +25,10 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gateway.protocol.errors import BackendUnavailable
+from gateway.protocol.errors import BackendUnavailable, InternalError
 
-__all__ = ["Deliver", "OnLost", "TransportClosed", "SessionExpired", "HTTPStatusError", "ClientTransport",
-           "decode_payload", "MAX_LINE"]
+__all__ = ["Deliver", "OnLost", "TransportClosed", "SessionExpired", "RequestFailed", "ResponseTooLarge",
+           "HTTPStatusError", "ClientTransport", "decode_payload", "MAX_LINE"]
 
 log = logging.getLogger("connectors.mcp")
 
@@ -46,6 +46,21 @@ class TransportClosed(Exception):
 
 class SessionExpired(TransportClosed):
     """The upstream no longer knows our session (Streamable HTTP 404): initialize again."""
+
+
+class RequestFailed(TransportClosed):
+    """This one request was lost with its connection (reset, closed before or while answering);
+    the upstream session stands and the request may be sent again (it may or may not have run)."""
+
+
+class ResponseTooLarge(InternalError):
+    """The upstream's answer to this request was over the byte limit: the request fails, the
+    connection that carried it is closed, the session and every other request carry on."""
+
+    def __init__(self, name: str, limit: int) -> None:
+        super().__init__(f"upstream {name} sent a response over the connector's limit of {limit} bytes "
+                         "(max_response_bytes); ask for less, or raise the limit", {"limit": limit})
+        self.limit = limit
 
 
 class HTTPStatusError(BackendUnavailable):

@@ -370,7 +370,7 @@ class OpenAPIConnector(Connector):
                                          " No request was sent.",
                                          status="invalid_arguments")
         if self._http is None:
-            raise BackendUnavailable(f"connector {self.name} is not running")
+            raise BackendUnavailable.connector_down(self.name, "not running")
         for k, v in self.config.headers.items():
             req.headers.setdefault(k, v)
         requirements = op.security if op.security is not None else state.mapped.security

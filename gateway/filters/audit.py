@@ -29,7 +29,7 @@ from gateway.protocol.errors import (
     ProtocolError,
 )
 
-__all__ = ["AuditFilter", "outcome_for"]
+__all__ = ["AuditFilter", "outcome_for", "result_error_text"]
 
 log = logging.getLogger("gateway.audit")
 
@@ -44,6 +44,18 @@ _OUTCOME_BY_CODE = {
     -32001: "timeout",
     -32800: "cancelled",
 }
+
+
+def result_error_text(result: dict[str, Any]) -> str:
+    """The error text of a failed tool result (``isError``): its text content, else its
+    structured content, cut like every audited message; never empty."""
+    content = result.get("content")
+    parts = [item["text"] for item in content if isinstance(item, dict) and isinstance(item.get("text"), str)] \
+        if isinstance(content, list) else []
+    text = " ".join(parts).strip()
+    if not text and result.get("structuredContent") is not None:
+        text = str(result["structuredContent"])
+    return text[:500] or "the tool reported an error without a message"
 
 
 def outcome_for(exc: BaseException) -> tuple[str, int]:
@@ -69,13 +81,14 @@ class AuditFilter:
             result = await call_next(ctx)
         except BaseException as exc:
             outcome, code = outcome_for(exc)
-            message = exc.message if isinstance(exc, ProtocolError) else (str(exc)[:500] or type(exc).__name__)
+            message = (exc.message if isinstance(exc, ProtocolError) else str(exc)[:500]) or type(exc).__name__
             durable = self._record(ctx, ctx.record.outcome or outcome, code, message)
             if durable is not None and not isinstance(exc, asyncio.CancelledError):
                 await durable
             raise
-        outcome = ctx.record.outcome or ("tool_error" if result.get("isError") else "ok")
-        durable = self._record(ctx, outcome, None, None)
+        failed = bool(result.get("isError"))
+        outcome = ctx.record.outcome or ("tool_error" if failed else "ok")
+        durable = self._record(ctx, outcome, None, result_error_text(result) if failed else None)
         if durable is not None:
             await durable
         return result

@@ -157,9 +157,23 @@ class RateLimited(ProtocolError):
 
 
 class BackendUnavailable(ProtocolError):
-    """The connector that owns the target is down; the call failed fast without waiting."""
+    """The connector that owns the target is down; the call failed fast without waiting.
+
+    One vocabulary for every method (tools, resources, prompts, completions): build it with
+    :meth:`connector_down` wherever a target's connector is known to be down, so a client sees
+    the same code, message shape and ``data.connector`` whichever kind of target it asked for
+    ("not found" is only for what no connector serves, or what an upstream says it lacks).
+    """
 
     code = BACKEND_UNAVAILABLE
+
+    @classmethod
+    def connector_down(cls, connector: str, detail: str = "", target: str = "") -> BackendUnavailable:
+        """``target`` (like ``tool search`` or ``resource mem://x``) is unavailable because its
+        ``connector`` is down (``detail``: its health detail)."""
+        what = f"The {target} is unavailable: connector {connector} is down" if target else \
+            f"Connector {connector} is unavailable: it is down"
+        return cls(what + (f" ({detail})" if detail else ""), {"connector": connector})
 
 
 class RequestTimeout(ProtocolError):
@@ -225,6 +239,13 @@ class ToolExecutionError(GatewayError):
         self.message = message
         self.status = status
         self.structured = structured
+
+    @classmethod
+    def timed_out(cls, message: str) -> ToolExecutionError:
+        """A tool whose backend did not answer in time, whichever layer's clock ran out first
+        (the connector's ``timeout_s`` or the request deadline): always this one shape, a result
+        with ``isError`` (status ``timeout``), never a JSON-RPC ``-32001`` for ``tools/call``."""
+        return cls(message, status="timeout")
 
     def to_result(self) -> dict[str, Any]:
         result: dict[str, Any] = {"content": [{"type": "text", "text": self.message}], "isError": True}

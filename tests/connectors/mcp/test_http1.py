@@ -386,3 +386,118 @@ async def test_https_verifies_the_certificate(tmp_path: Path, monkeypatch: pytes
         await client.close()
         # Loading the CAs is costly: sessions share one context per trust store.
         assert HTTP1Client(url, connect_timeout_s=5)._ssl is client._ssl
+
+
+def _keeps_answering(reply: bytes) -> tuple[list[int], Callable[[asyncio.StreamReader, asyncio.StreamWriter],
+                                                                 Awaitable[None]]]:
+    """A server that answers every request on a connection with ``reply`` and never closes it
+    itself; the list counts requests per connection."""
+    per_connection: list[int] = []
+
+    async def serve_all(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        per_connection.append(0)
+        index = len(per_connection) - 1
+        while True:
+            try:
+                await read_request(reader)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            per_connection[index] += 1
+            writer.write(reply)
+            await writer.drain()
+
+    return per_connection, serve_all
+
+
+async def test_idle_connections_past_the_servers_keep_alive_timeout_are_not_reused() -> None:
+    # The server says it keeps idle connections 1 s (and, like many, would close one as a request
+    # arrives): the client gives a connection up after three quarters of that, before the server.
+    per_connection, handler = _keeps_answering(
+        b"HTTP/1.1 200 OK\r\nKeep-Alive: timeout=1\r\nContent-Length: 2\r\n\r\nok")
+    async with raw_server(handler) as url:
+        client = HTTP1Client(url, connect_timeout_s=5)
+        assert await body_of(client) == (200, b"ok")
+        await asyncio.sleep(0.3)  # idle well within the server's timeout: reused
+        assert await body_of(client) == (200, b"ok")
+        assert per_connection == [2]
+        await asyncio.sleep(0.9)  # past 0.75 s: not reused, although the server kept it open
+        assert await body_of(client) == (200, b"ok")
+        assert per_connection == [2, 1]
+        await client.close()
+
+
+async def test_connection_close_is_honoured_and_the_idle_limit_is_below_common_servers() -> None:
+    from connectors.mcp import http1
+
+    assert http1._IDLE_S < 5.0  # uvicorn, Node and gunicorn close idle connections after 5 s
+    assert http1.keep_alive_timeout("timeout=5, max=100") == 5.0
+    assert http1.keep_alive_timeout("max=100") is None and http1.keep_alive_timeout("timeout=x") is None
+    per_connection, handler = _keeps_answering(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
+    async with raw_server(handler) as url:
+        client = HTTP1Client(url, connect_timeout_s=5)
+        for _ in range(3):
+            assert await body_of(client) == (200, b"ok")
+        await client.close()
+    assert per_connection == [1, 1, 1]
+
+
+async def test_a_reused_connection_reset_before_answering_is_retried_only_when_safe() -> None:
+    # The server reads a second request on a connection and resets it (the keep-alive race).
+    import socket
+    import struct
+
+    async def second_request_resets(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        await read_request(reader)
+        writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+
+    async with raw_server(second_request_resets) as url:
+        client = HTTP1Client(url, connect_timeout_s=5)
+        assert await body_of(client) == (200, b"ok")
+        resp = await client.request("POST", NO_HEADERS, b"{}", retry_safe=True)  # retried, on a new connection
+        assert (resp.status, await resp.read(100)) == (200, b"ok")
+        resp.release()
+        assert client.retries == 1
+        with pytest.raises(HTTPConnectionError, match="before answering") as info:
+            await client.request("POST", NO_HEADERS, b"{}")  # not idempotent: that request fails
+        assert info.value.unanswered and not info.value.connecting and client.retries == 1
+        await client.close()
+
+
+async def test_a_pooled_connection_the_peer_closed_is_discarded_even_before_the_loop_noticed() -> None:
+    # A blocking server in a thread: it can answer and close while the client's event loop is
+    # blocked (joining it), so the FIN waits in the socket unseen by the loop, and only the poll
+    # before reuse can notice it. A POST is not retry-safe: without that poll it would fail.
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    connections = 0
+
+    def answer_once_then_close() -> None:
+        nonlocal connections
+        conn, _ = listener.accept()
+        connections += 1
+        with conn:
+            data = b""
+            while not data.endswith(b"{}"):
+                data += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+    client = HTTP1Client(f"http://127.0.0.1:{port}/mcp", connect_timeout_s=5)
+    try:
+        for _ in range(2):
+            server = threading.Thread(target=answer_once_then_close)
+            server.start()
+            resp = await client.request("POST", NO_HEADERS, b"{}")
+            assert (resp.status, await resp.read(100)) == (200, b"ok")
+            resp.release()
+            server.join(5)  # blocks the loop: the close is not seen by it before the next request
+    finally:
+        await client.close()
+        listener.close()
+    assert connections == 2 and client.retries == 0
