@@ -15,11 +15,12 @@ import fnmatch
 import ipaddress
 import re
 from collections.abc import Iterable
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["Model", "ConnectorConfig", "NAME_PATTERN", "TOOL_NAME_PATTERN", "EgressConfig", "BY_NAME_ONLY",
-           "host_key", "ToolAnnotations", "ToolOverride", "glob_match"]
+           "host_key", "ToolAnnotations", "ToolOverride", "glob_match", "CacheConfig"]
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"
 # A component's local name (the public one is prefix + local, shortened past 64 characters).
@@ -33,6 +34,17 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class CacheConfig(Model):
+    """Opt-in caching of tool results (:mod:`gateway.filters.cache`): results of tools whose
+    annotations set one of ``hints`` to true, per principal, for ``ttl_s`` at most, in an LRU
+    bounded by ``max_entries`` and ``max_bytes`` (results' JSON size; a larger one is not kept)."""
+
+    ttl_s: float = Field(60.0, gt=0, le=86_400)
+    max_entries: int = Field(1000, ge=1, le=1_000_000)
+    max_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+    hints: tuple[Literal["readOnlyHint", "idempotentHint"], ...] = Field(("readOnlyHint",), min_length=1)
+
+
 class ConnectorConfig(Model):
     """Fields every connector entry has; each kind's model subclasses this one."""
 
@@ -42,6 +54,8 @@ class ConnectorConfig(Model):
     prefix: str | None = None
     timeout_s: float | None = Field(None, gt=0)
     max_concurrency: int | None = Field(None, ge=1)
+    # Results of read-only tools served again without calling the backend (off unless set).
+    cache: CacheConfig | None = None
 
     @property
     def public_prefix(self) -> str:

@@ -89,7 +89,7 @@ def test_portable_schema_rewrites_drops_with_a_note_and_leaves_data_alone() -> N
 
 
 async def test_controls_and_portable_patterns_through_the_gateway() -> None:
-    entry = mcp_entry("up", "stdio", "--letters", protocol="legacy",
+    entry = mcp_entry("up", "stdio", "--controls", protocol="legacy",
                       include={"tools": ["echo", "letters", "big", "progress"], "prompts": ["nothing*"],
                                "resources": ["mem://item/*"]},
                       exclude={"tools": ["big"]},
