@@ -527,6 +527,8 @@ class MCPConnector(Connector):
         return await self._forward("completion/complete", params, ctx)
 
     async def subscribe(self, uri: str, ctx: CallContext) -> None:
+        if not controls.serves_uri(uri, self.config):
+            raise ResourceNotFound(uri)
         self._subscribed.add(uri)
         shared = self._shared
         if shared is None:

@@ -4,7 +4,8 @@ Applied to every listing the connector fetches (:meth:`MCPConnector._apply`):
 
 * ``include``/``exclude`` (:meth:`MCPConfig.serves`) pick tools, prompts, resources and resource
   templates; what is left out is neither listed nor reachable by name (the catalog routes only
-  what is listed; reads of a left-out URI are refused by the connector, :func:`serves_uri`);
+  what is listed; reads of and subscriptions to a left-out URI are refused by the connector,
+  :func:`serves_uri`);
 * ``overrides`` rename tools and replace their title, description and annotations; the returned
   ``upstream_names`` maps each served local name back to the name the upstream is called by;
 * every tool's ``inputSchema``/``outputSchema`` gets portable patterns

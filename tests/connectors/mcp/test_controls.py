@@ -92,7 +92,7 @@ async def test_controls_and_portable_patterns_through_the_gateway() -> None:
     entry = mcp_entry("up", "stdio", "--controls", protocol="legacy",
                       include={"tools": ["echo", "letters", "big", "progress"], "prompts": ["nothing*"],
                                "resources": ["mem://item/*"]},
-                      exclude={"tools": ["big"]},
+                      exclude={"tools": ["big"], "resources": ["mem://item/9*"]},
                       overrides={"echo": {"name": "say", "title": "Say", "description": "Say it back.",
                                           "annotations": {"readOnlyHint": True, "idempotentHint": True}}})
     async with running_gateway(config(entry)) as gw, client(gw.mcp_url) as (session, _rec):
@@ -112,6 +112,12 @@ async def test_controls_and_portable_patterns_through_the_gateway() -> None:
         assert (await session.read_resource("mem://item/4")).contents[0].text == "item 4"  # type: ignore[arg-type,union-attr]
         with pytest.raises(MCPError, match="not found"):
             await session.read_resource("mem://static")  # type: ignore[arg-type]
+        # A URI the served template matches but an exclude names: refused by the connector itself.
+        for uri in ("mem://static", "mem://item/9"):
+            with pytest.raises(MCPError, match="not found"):
+                await session.read_resource(uri)  # type: ignore[arg-type]
+            with pytest.raises(MCPError, match="not found"):
+                await session.subscribe_resource(uri)  # type: ignore[arg-type]
 
         # Portable schema: \x{41} rewritten, \p{L} (no form in Python's re) left out and described.
         schema = tools["up_letters"].input_schema
