@@ -15,6 +15,9 @@ Everything runs on loopback, measured in one run, printed as one table:
   Its interpreter is ``--fastmcp-python`` if given, else this interpreter when it can import
   ``fastmcp`` (``make bench`` installs the ``bench`` extra into the test venv, beside the SDK).
   Without it, row (c) is reported as skipped;
+* (b*) is (b) with the response cache on (``cache:`` on the connector, ``echo`` marked read-only
+  by an override): every call after the first is answered from the cache, so the row is the
+  gateway without its upstream hop — what a cached call costs next to an uncached one (b);
 * (d) is a bare aiohttp relay (no MCP logic: aiohttp server, aiohttp client): what one more HTTP
   hop costs with aiohttp alone. The gateway serves with aiohttp too but talks to Streamable HTTP
   upstreams with its own lean client (``connectors/mcp/http1.py``), which is why it can come out
@@ -273,29 +276,30 @@ async def measure(urls: dict[str, tuple[str, str, int]], concurrency: int, secon
         return {label: t.result() for label, t in targets.items()}
 
 
-def gateway_config(upstream_url: str, bare: bool = False) -> str:
+def gateway_config(upstream_url: str, bare: bool = False, cached: bool = False) -> str:
     """The gateway with its defaults (metrics on, audit into ./audit.db next to the config), or
-    ``bare``: metrics and audit off, the proxy path alone."""
-    config: dict[str, Any] = {
-        "gateway": {"log_level": "warning"},
-        "connectors": [{"name": "up", "type": "mcp", "transport": "streamable_http", "url": upstream_url,
-                        "prefix": ""}],
-    }
+    ``bare``: metrics and audit off, the proxy path alone; ``cached``: echo's results cached."""
+    connector: dict[str, Any] = {"name": "up", "type": "mcp", "transport": "streamable_http", "url": upstream_url,
+                                 "prefix": ""}
+    if cached:
+        connector.update(cache={"ttl_s": 3600}, overrides={"echo": {"annotations": {"readOnlyHint": True}}})
+    config: dict[str, Any] = {"gateway": {"log_level": "warning"}, "connectors": [connector]}
     if bare:
         config.update({"audit": {"enabled": False}, "telemetry": {"metrics": False}})
     return json.dumps(config)
 
 
-def write_config(folder: Path, upstream_url: str, bare: bool) -> Path:
+def write_config(folder: Path, upstream_url: str, bare: bool, cached: bool = False) -> Path:
     folder.mkdir()
     path = folder / "gateway.yaml"
-    path.write_text(gateway_config(upstream_url, bare))
+    path.write_text(gateway_config(upstream_url, bare, cached))
     return path
 
 
-async def start_gateway(stack: contextlib.AsyncExitStack, folder: Path, upstream_url: str, bare: bool) -> tuple[str, int]:
+async def start_gateway(stack: contextlib.AsyncExitStack, folder: Path, upstream_url: str, bare: bool,
+                        cached: bool = False) -> tuple[str, int]:
     """``mcp-gateway serve`` in its own process; returns its /mcp URL and pid."""
-    config = write_config(folder, upstream_url, bare)
+    config = write_config(folder, upstream_url, bare, cached)
     port = free_port()
     pid = await stack.enter_async_context(process(
         sys.executable, "-m", "gateway.cli", "serve", "--config", str(config),
@@ -313,8 +317,10 @@ async def run_bench(seconds: float, concurrency: int, fastmcp_python: Path | Non
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         gw_url, gw_pid = await start_gateway(stack, tmp / "proxy", upstream_url, bare=True)
         full_url, full_pid = await start_gateway(stack, tmp / "defaults", upstream_url, bare=False)
+        cached_url, cached_pid = await start_gateway(stack, tmp / "cached", upstream_url, bare=True, cached=True)
         targets = {"(a) direct": (upstream_url, "echo", up_pid),
                    "(b) gateway": (gw_url, "echo", gw_pid),
+                   "(b*) gateway, cached": (cached_url, "echo", cached_pid),
                    "(b+) +audit+metrics": (full_url, "echo", full_pid),
                    f"(a) direct {MODERN}": (upstream_url, "echo", up_pid),
                    f"(b) gateway {MODERN}": (gw_url, "echo", gw_pid)}
@@ -366,6 +372,10 @@ def table(results: dict[str, dict[int, Result | None]], concurrency: int) -> str
     lines.append(f"for information: with its default SQLite audit log and metrics, the gateway adds "
                  f"{full1.p50_ms - d1.p50_ms:.3f} ms at p50 and keeps {100 * fulln.calls_s / dn.calls_s:.0f}% "
                  f"of direct calls/s at {concurrency} callers")
+    c1, cn = results["(b*) gateway, cached"][1], results["(b*) gateway, cached"][concurrency]
+    assert c1 and cn
+    lines.append(f"response cache: a cached call takes {c1.p50_ms:.3f} ms at p50 vs {gw1.p50_ms:.3f} ms uncached "
+                 f"({c1.p50_ms / gw1.p50_ms:.2f}x); {cn.calls_s:.0f} vs {gwn.calls_s:.0f} calls/s at {concurrency} callers")
     m1, mg1 = results[f"(a) direct {MODERN}"][1], results[f"(b) gateway {MODERN}"][1]
     mn, mgn = results[f"(a) direct {MODERN}"][concurrency], results[f"(b) gateway {MODERN}"][concurrency]
     assert m1 and mg1 and mn and mgn

@@ -4,19 +4,27 @@ Each kind validates its entry with its own model, a subclass of :class:`Connecto
 in that kind's ``config.py`` (pydantic only: no driver is imported to validate a file). The app's
 config module (:mod:`gateway.config`) builds on these two classes; nothing here knows the app.
 :class:`EgressConfig` is the ``egress:`` block that connectors reaching a network accept (the
-policy enforcing it is :mod:`connectors.egress`).
+policy enforcing it is :mod:`connectors.egress`). :class:`ToolOverride` is what an entry may change
+of a tool it serves (its name, title, description, annotations), and :func:`glob_match` the one
+reading of the name globs in ``include``/``exclude`` lists.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import ipaddress
 import re
+from collections.abc import Iterable
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["Model", "ConnectorConfig", "NAME_PATTERN", "EgressConfig", "BY_NAME_ONLY", "host_key"]
+__all__ = ["Model", "ConnectorConfig", "NAME_PATTERN", "TOOL_NAME_PATTERN", "EgressConfig", "BY_NAME_ONLY",
+           "host_key", "ToolAnnotations", "ToolOverride", "glob_match", "CacheConfig"]
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"
+# A component's local name (the public one is prefix + local, shortened past 64 characters).
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 
 
 class Model(BaseModel):
@@ -24,6 +32,17 @@ class Model(BaseModel):
     between two loads tells hot reload which connectors changed)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CacheConfig(Model):
+    """Opt-in caching of tool results (:mod:`gateway.filters.cache`): results of tools whose
+    annotations set one of ``hints`` to true, per principal, for ``ttl_s`` at most, in an LRU
+    bounded by ``max_entries`` and ``max_bytes`` (results' JSON size; a larger one is not kept)."""
+
+    ttl_s: float = Field(60.0, gt=0, le=86_400)
+    max_entries: int = Field(1000, ge=1, le=1_000_000)
+    max_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+    hints: tuple[Literal["readOnlyHint", "idempotentHint"], ...] = Field(("readOnlyHint",), min_length=1)
 
 
 class ConnectorConfig(Model):
@@ -35,6 +54,8 @@ class ConnectorConfig(Model):
     prefix: str | None = None
     timeout_s: float | None = Field(None, gt=0)
     max_concurrency: int | None = Field(None, ge=1)
+    # Results of read-only tools served again without calling the backend (off unless set).
+    cache: CacheConfig | None = None
 
     @property
     def public_prefix(self) -> str:
@@ -127,3 +148,32 @@ def _is_ip(host: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# -- what an entry may change of the tools it serves ---------------------------------------------
+
+class ToolAnnotations(Model):
+    """The MCP ``ToolAnnotations`` an override sets; each key left out keeps the backend's value."""
+
+    title: str | None = None
+    readOnlyHint: bool | None = None  # the wire names: the YAML reads like the spec
+    destructiveHint: bool | None = None
+    idempotentHint: bool | None = None
+    openWorldHint: bool | None = None
+
+
+class ToolOverride(Model):
+    """How a tool is presented downstream. ``name`` renames it (the backend is still called by its
+    own name); ``title`` and ``description`` replace the backend's; ``annotations`` are merged over
+    the backend's, key by key."""
+
+    name: str | None = Field(None, pattern=TOOL_NAME_PATTERN)
+    title: str | None = None
+    description: str | None = None
+    annotations: ToolAnnotations | None = None
+
+
+def glob_match(name: str, globs: Iterable[str]) -> bool:
+    """Whether ``name`` matches one of the shell-style ``globs`` (``*``, ``?``, ``[...]``), case
+    sensitively on every platform (tool names are case sensitive)."""
+    return any(fnmatch.fnmatchcase(name, g) for g in globs)

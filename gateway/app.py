@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from gateway.dispatch import MODERN_CATALOG_METHODS, CacheHints, Dispatcher
 from gateway.filters import Filter
 from gateway.filters.audit import AuditFilter
 from gateway.filters.auth import AccessFilter
+from gateway.filters.cache import ResponseCacheFilter
 from gateway.filters.ratelimit import RateLimitFilter
 from gateway.filters.telemetry import TelemetryFilter
 from gateway.filters.timeout import TimeoutFilter
@@ -48,7 +49,7 @@ from gateway.listeners import Listeners
 from gateway.mrtr import ParkedCalls
 from gateway.policy import AccessPolicy
 from gateway.protocol.cursors import CursorCodec
-from gateway.protocol.errors import ConfigError, ProtocolError
+from gateway.protocol.errors import ConfigError, GatewayError, ProtocolError
 from gateway.protocol.request_state import RequestStateCodec
 from gateway.protocol.versions import MODERN_VERSIONS
 from gateway.session import Send, Session
@@ -82,7 +83,7 @@ class Identity:
 
 
 def build_filters(config: GatewayConfig, catalog: Catalog) -> list[Filter]:
-    """The filter chain, outermost first: telemetry → audit → auth → ratelimit → timeout.
+    """The filter chain, outermost first: telemetry → audit → auth → ratelimit → cache → timeout.
 
     Each filter is built only when its feature is on, so a disabled feature costs nothing per
     call. Telemetry is outermost so it also counts rejections; audit sits outside auth so denied
@@ -100,8 +101,22 @@ def build_filters(config: GatewayConfig, catalog: Catalog) -> list[Filter]:
     concurrency = {c.name: c.max_concurrency for c in config.connectors if c.max_concurrency}
     if config.rate_limits.rules or concurrency:
         chain.append(RateLimitFilter(config.rate_limits, catalog.owner, concurrency))
+    caches = {c.name: c.cache for c in config.connectors if c.cache is not None}
+    if caches:
+        chain.append(ResponseCacheFilter(caches, _tool_lookup(catalog)))
     chain.append(TimeoutFilter())
     return chain
+
+
+def _tool_lookup(catalog: Catalog) -> Callable[[str], tuple[str, dict[str, Any]] | None]:
+    """The response cache's view of the catalog: a public tool's connector and definition."""
+    def lookup(name: str) -> tuple[str, dict[str, Any]] | None:
+        try:
+            entry = catalog.tool(name)
+        except GatewayError:
+            return None
+        return entry.connector.name, entry.wire
+    return lookup
 
 
 class _ConnectorEvents:

@@ -16,7 +16,8 @@ no connection:
 A spec given as a URL is fetched only by :func:`deep_check` (``validate --deep``): it starts every
 connector as the gateway would (loads specs, connects to databases and upstreams), pings the Redis
 rate-limit backend, opens the audit store and fetches the JWKS, and reports one :class:`Probe`
-each.
+each. A connector's ``problems()`` fail its probe: an upstream MCP ``overrides`` entry naming a tool
+the upstream does not list is one (two overrides onto one name are a schema error already).
 """
 
 from __future__ import annotations

@@ -20,6 +20,14 @@ Over HTTP (``sse``, ``streamable_http``), ``egress`` is where the connector may 
 the operator's own word), but link-local and metadata addresses need ``allow_hosts`` and every
 other host (the legacy transport's ``endpoint`` event) follows the rules. ``max_response_bytes``
 bounds one upstream message; a larger one fails that request only.
+
+What is served of the upstream: ``include`` and ``exclude`` hold shell-style globs per kind —
+``tools`` and ``prompts`` on the upstream's names, ``resources`` on URIs and URI templates. An empty
+``include`` list serves everything of its kind; ``exclude`` wins over ``include``. ``overrides``,
+keyed by the upstream's tool name, rename a tool and replace its title, description or annotations
+(:class:`connectors.config.ToolOverride`); a renamed tool is still called upstream by its own name.
+Two overrides onto one name are a config error; an override for a tool the upstream lacks is found
+at start (``validate --deep`` reports it).
 """
 
 from __future__ import annotations
@@ -28,9 +36,17 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from connectors.config import ConnectorConfig, EgressConfig
+from connectors.config import ConnectorConfig, EgressConfig, Model, ToolOverride, glob_match
 
-__all__ = ["MCPConfig"]
+__all__ = ["MCPConfig", "UpstreamSelection"]
+
+
+class UpstreamSelection(Model):
+    """Shell-style globs per kind: upstream tool and prompt names, resource URIs and URI templates."""
+
+    tools: tuple[str, ...] = ()
+    prompts: tuple[str, ...] = ()
+    resources: tuple[str, ...] = ()
 
 
 class MCPConfig(ConnectorConfig):
@@ -65,6 +81,29 @@ class MCPConfig(ConnectorConfig):
     # Over HTTP: where the connector may connect, and the largest upstream message (one request fails).
     egress: EgressConfig = EgressConfig()
     max_response_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    # what is served downstream, and how its tools are presented
+    include: UpstreamSelection = UpstreamSelection()
+    exclude: UpstreamSelection = UpstreamSelection()
+    overrides: dict[str, ToolOverride] = Field(default_factory=dict)  # by upstream tool name
+
+    def serves(self, kind: str, name: str) -> bool:
+        """Whether the upstream's ``kind`` (``tools``, ``prompts``, ``resources``) named ``name``
+        is served: included (an empty list includes all) and not excluded."""
+        include: tuple[str, ...] = getattr(self.include, kind)
+        return (not include or glob_match(name, include)) and not glob_match(name, getattr(self.exclude, kind))
+
+    @model_validator(mode="after")
+    def _override_names(self) -> MCPConfig:
+        # Statically visible clashes: two overrides onto one name, or a rename onto a tool that
+        # this config keeps under its own name. (A clash with a tool only the upstream knows is
+        # the catalog's start-up error, naming both.)
+        final: dict[str, str] = {}
+        for upstream, override in self.overrides.items():
+            target = override.name or upstream
+            if target in final:
+                raise ValueError(f"overrides: {final[target]!r} and {upstream!r} are both served as {target!r}")
+            final[target] = upstream
+        return self
 
     @model_validator(mode="after")
     def _transport_fields(self) -> MCPConfig:

@@ -59,12 +59,13 @@ from gateway.protocol.errors import (
     InvalidRequest,
     MethodNotFound,
     ProtocolError,
+    ResourceNotFound,
     ToolExecutionError,
 )
 from gateway.protocol.meta import TASKS_EXTENSION
 from gateway.protocol.versions import LATEST_VERSION
 
-from . import mapping, modern
+from . import controls, mapping, modern
 from .client import Hints, TransportFactory, UpstreamSession
 from .config import MCPConfig
 from .era import open_upstream
@@ -103,6 +104,8 @@ class MCPConnector(Connector):
         self._bindings: dict[UpstreamSession, SessionHandle] = {}
         self._template_res: tuple[Any, ...] = ()
         self._header_schemas: dict[str, Any] = {}  # tools with x-mcp-header parameters: their inputSchema
+        self._upstream_names: dict[str, str] = {}  # renamed tools: local name → upstream name
+        self._problems: tuple[str, ...] = ()
         self._listener: Listener | None = None
         self._caps: set[str] | None = None
         self._progress: dict[str, Relay] = {}
@@ -166,6 +169,9 @@ class MCPConnector(Connector):
 
     def health(self) -> Health:
         return self._health
+
+    def problems(self) -> tuple[str, ...]:
+        return self._problems
 
     def _set_health(self, up: bool, detail: str) -> None:
         extra: dict[str, Any] = {"transport": self.config.transport, "reconnects": self.reconnects}
@@ -237,17 +243,22 @@ class MCPConnector(Connector):
             if "tools" in listings:
                 listings["tools"] = modern.usable_tools(listings["tools"], self.name)
         if "tools" in listings:
-            parts["tools"] = tools = mapping.tool_specs(listings["tools"])
+            tools = mapping.tool_specs(listings["tools"])
             self._header_schemas = {t.name: t.definition["inputSchema"] for t in tools
                                     if modern.has_header_params(t.definition.get("inputSchema"))}
+            presented = controls.present_tools(tools, self.config)
+            parts["tools"], self._upstream_names = presented.tools, presented.upstream_names
+            self._problems = presented.problems
+            for problem in presented.problems:
+                log.warning("connector %s: %s", self.name, problem)
         if "resources" in listings:
-            parts["resources"] = mapping.resource_specs(listings["resources"])
+            parts["resources"] = controls.select_resources(mapping.resource_specs(listings["resources"]), self.config)
         if "templates" in listings:
-            templates = mapping.template_specs(listings["templates"])
+            templates = controls.select_templates(mapping.template_specs(listings["templates"]), self.config)
             parts["resource_templates"] = templates
             self._template_res = tuple(mapping.template_regex(t.uri_template) for t in templates)
         if "prompts" in listings:
-            parts["prompts"] = mapping.prompt_specs(listings["prompts"])
+            parts["prompts"] = controls.select_prompts(mapping.prompt_specs(listings["prompts"]), self.config)
         self.components = replace(self.components, **parts)
 
     def _clear(self) -> None:
@@ -498,12 +509,15 @@ class MCPConnector(Connector):
         return self._shared is not None
 
     async def call_tool(self, name: str, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        name = self._upstream_names.get(name, name)  # a renamed tool is called by its own name
         try:
             return await self._forward("tools/call", {"name": name, "arguments": arguments}, ctx)
         except ResponseTooLarge as exc:  # a model can act on it (ask for less), like the OpenAPI one
             raise ToolExecutionError(exc.message, status="response_too_large") from None
 
     async def read_resource(self, uri: str, ctx: CallContext) -> dict[str, Any]:
+        if not controls.serves_uri(uri, self.config):
+            raise ResourceNotFound(uri)
         return await self._forward("resources/read", {"uri": uri}, ctx)
 
     # -- the tasks extension (gateway.tasks) ---------------------------------------------------
@@ -535,6 +549,8 @@ class MCPConnector(Connector):
         return await self._forward("completion/complete", params, ctx)
 
     async def subscribe(self, uri: str, ctx: CallContext) -> None:
+        if not controls.serves_uri(uri, self.config):
+            raise ResourceNotFound(uri)
         self._subscribed.add(uri)
         shared = self._shared
         if shared is None:

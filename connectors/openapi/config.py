@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 
-from connectors.config import ConnectorConfig, EgressConfig, Model
+from connectors.config import ConnectorConfig, EgressConfig, Model, ToolOverride
 
 __all__ = [
     "OpenAPIConfig",
@@ -104,9 +104,11 @@ class RouteRule(Model):
         return _upper_methods(value)
 
 
-class OperationOverride(Model):
+class OperationOverride(ToolOverride):
+    """How an operation's tool is presented (the fields every connector's overrides share); the
+    ``name`` is sanitized into a tool name rather than refused."""
+
     name: str | None = None
-    description: str | None = None
 
 
 class OpenAPIConfig(ConnectorConfig):

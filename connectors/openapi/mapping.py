@@ -364,6 +364,8 @@ def _one(conv: SchemaConverter, cfg: OpenAPIConfig, path: str, method: str, item
     upper = method.upper()
     definition: dict[str, Any] = {"name": name}
     title = op.get("summary") if isinstance(op.get("summary"), str) else None
+    if override and override.title is not None:
+        title = override.title
     if title:
         definition["title"] = title.strip()[:200]
     desc = _description(op, item, override.description if override else None)
@@ -374,6 +376,8 @@ def _one(conv: SchemaConverter, cfg: OpenAPIConfig, path: str, method: str, item
     if out is not None:
         definition["outputSchema"] = out
     definition["annotations"] = _annotations(upper, title)
+    if override and override.annotations is not None:
+        definition["annotations"].update(override.annotations.model_dump(exclude_none=True))
     servers = op.get("servers") or item.get("servers") or ()
     return Operation(
         name=name, method=upper, path=path, operation_id=op.get("operationId"), pointer=where,

@@ -18,7 +18,7 @@ from gateway.protocol.patterns import portable_pattern
 
 from .statements import StatementError, check_single_statement, named_placeholders
 
-__all__ = ["QueryParam", "NamedQuery", "SQLConfig", "BUILTIN_TOOLS"]
+__all__ = ["QueryParam", "NamedQuery", "SQLConfig", "BUILTIN_TOOLS", "Exposure"]
 
 # Local tool names the connector always defines; a named query may not reuse them.
 BUILTIN_TOOLS = frozenset({"query", "list_tables", "describe_table", "explain", "execute"})
@@ -85,6 +85,25 @@ class NamedQuery(Model):
         return self
 
 
+class Exposure(Model):
+    """Which tables and columns clients see (:mod:`connectors.sql.exposure` applies it).
+
+    Table globs match ``schema.table`` or the bare table name; column globs the column name.
+    ``tables`` empty: every table; ``hide_tables`` wins. ``columns`` maps a table glob to the
+    columns served (the others are hidden); ``hide_columns`` maps a table glob to columns hidden
+    (``"*": [password*]`` hides them everywhere).
+    """
+
+    tables: tuple[str, ...] = ()
+    hide_tables: tuple[str, ...] = ()
+    columns: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    hide_columns: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+
+    @property
+    def everything(self) -> bool:
+        return not (self.tables or self.hide_tables or self.columns or self.hide_columns)
+
+
 class SQLConfig(ConnectorConfig):
     type: Literal["sql"]
     url: str = Field(min_length=1)
@@ -103,6 +122,9 @@ class SQLConfig(ConnectorConfig):
     connect_timeout_s: float = Field(5.0, gt=0)
     # Schema re-introspection period (list_changed / resources/updated on change); 0 disables.
     refresh_s: float = Field(60.0, ge=0)
+    # Tables and columns shown to clients (schema resources, describe_table, rows, completions);
+    # free SQL naming what is hidden is refused (a seatbelt: the role's grants are the mechanism).
+    expose: Exposure = Exposure()
 
     @field_validator("url")
     @classmethod

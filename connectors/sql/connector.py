@@ -66,7 +66,7 @@ from gateway.protocol.errors import (
 )
 from gateway.protocol.names import public_name
 
-from . import mapping
+from . import exposure, mapping
 from . import schema as sch
 from .backends import make_backend
 from .config import NamedQuery, SQLConfig
@@ -105,7 +105,8 @@ class SQLConnector(Connector):
         self._codec = CursorCodec()
         self._backend: Backend | None = None
         self._schemas: tuple[str, ...] = ()
-        self._snapshot = sch.Snapshot.of(self.dialect, ())
+        self._snapshot = sch.Snapshot.of(self.dialect, ())  # what is exposed of the schema (expose:)
+        self._hidden = exposure.Hidden()
         self._fingerprints: dict[tuple[str, str], str] = {}
         self._info: dict[str, Any] = {}
         self._health = Health(False, "not started")
@@ -202,6 +203,7 @@ class SQLConnector(Connector):
         assert self._backend is not None
         async with self._refresh_lock:
             snapshot, info = await self._backend.introspect(self._schemas, self.config.statement_timeout_s)
+            snapshot, self._hidden = exposure.apply(snapshot, self.config.expose)
             self._info = info
             self._check_privileges(info)
             old, new = self._fingerprints, snapshot.fingerprints()
@@ -348,6 +350,7 @@ class SQLConnector(Connector):
             statement = check_single_statement(sql)
             if read:
                 check_read_statement(statement, self.dialect)
+            exposure.check_free_sql(statement, self._hidden)
         except StatementError as exc:
             raise ToolExecutionError(f"Refused: {exc}.", status="statement_check") from None
         except GuardError as exc:

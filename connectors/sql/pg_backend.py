@@ -381,4 +381,4 @@ class PostgresBackend(Backend):
             # Bind text and cast on the server: the URI carries text, the column has its own type.
             cast = f"::text::{col.type}" if col is not None else ""
             conds.append(f"{quote_ident(name)} = ${i}{cast}")
-        return f"SELECT * FROM {qualified(table.schema, table.name)} WHERE {' AND '.join(conds)}"
+        return f"SELECT {sch.select_list(table)} FROM {qualified(table.schema, table.name)} WHERE {' AND '.join(conds)}"

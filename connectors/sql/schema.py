@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
+from .statements import quote_ident
+
 __all__ = [
     "Column",
     "ForeignKey",
@@ -35,6 +37,7 @@ __all__ = [
     "overview_json",
     "overview_text",
     "resource_definition",
+    "select_list",
 ]
 
 
@@ -310,3 +313,9 @@ def resource_definition(table: Table, connector: str) -> dict[str, Any]:
         "description": f"{desc}: {len(table.columns)} columns.",
         "mimeType": "text/markdown",
     }
+
+
+def select_list(table: Table) -> str:
+    """The table's known columns, quoted, for a SELECT: never ``*``, which would also read the
+    columns ``expose:`` hides (a table with no known columns falls back to ``*``)."""
+    return ", ".join(quote_ident(c.name) for c in table.columns) or "*"

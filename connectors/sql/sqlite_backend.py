@@ -284,4 +284,4 @@ class SQLiteBackend(Backend):
 
     def row_sql(self, table: sch.Table, key_columns: Sequence[str]) -> str:
         conds = " AND ".join(f"{quote_ident(name)} = ?{i}" for i, name in enumerate(key_columns, 1))
-        return f"SELECT * FROM {qualified(table.schema, table.name)} WHERE {conds}"
+        return f"SELECT {sch.select_list(table)} FROM {qualified(table.schema, table.name)} WHERE {conds}"

@@ -9,7 +9,7 @@ when the chain is installed and replaced.
 The chain is built explicitly by :func:`gateway.app.build_filters`, once at start-up and again on
 a reload that changes policy, outermost first:
 
-    telemetry → audit → auth → ratelimit → timeout → catalog
+    telemetry → audit → auth → ratelimit → cache → timeout → catalog
 
 Each filter is constructed with exactly what it uses (its config section, a catalog function);
 a disabled feature leaves its filter out, so it costs nothing per call.

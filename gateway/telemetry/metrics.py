@@ -19,6 +19,7 @@ Who records what (so each value has exactly one writer):
   calls ``gateway.telemetry.tracing.backend_call``) — backend call durations.
 * ``gateway.audit`` — the ``AUDIT_*`` metrics (queue depth, written, spilled, dropped).
 * ``gateway.filters.ratelimit`` — :data:`RATE_LIMIT_BACKEND_ERRORS`.
+* ``gateway.filters.cache`` — :data:`RESPONSE_CACHE` (hits and misses of cacheable tool calls).
 * ``gateway.auth`` — :data:`AUTH_FAILURES` (HTTP requests refused before any session exists).
 * ``gateway.transports`` (the HTTP server and app) — :data:`HTTP_REFUSED`.
 * ``gateway.reloader`` (SIGHUP, file changes) — :data:`CONFIG_RELOADS`, :data:`CONFIG_LAST_RELOAD`.
@@ -80,6 +81,7 @@ __all__ = [
     "AUDIT_EVENTS_WRITTEN",
     "AUDIT_EVENTS_SPILLED",
     "AUDIT_EVENTS_DROPPED",
+    "RESPONSE_CACHE",
     "BUILD_INFO",
     "METRIC_NAMES",
     "GatewayStateCollector",
@@ -176,6 +178,11 @@ AUDIT_EVENTS_DROPPED = Counter(
     "audit_events_dropped", "Audit events lost (queue full and spill impossible).",
     namespace=NAMESPACE, registry=REGISTRY)
 
+# -- response cache (gateway.filters.cache) ---------------------------------------------------------
+RESPONSE_CACHE = Counter(
+    "response_cache", "Cacheable tool calls, by connector and result (hit | miss).",
+    ("connector", "result"), namespace=NAMESPACE, registry=REGISTRY)
+
 BUILD_INFO = Info("build", "Gateway version.", namespace=NAMESPACE, registry=REGISTRY)
 
 # Scrape-time gauges (GatewayStateCollector); declared here so the names live in this module too.
@@ -191,6 +198,7 @@ def _exported_names() -> frozenset[str]:
                    RATE_LIMIT_BACKEND_ERRORS, HTTP_REFUSED,
                    BACKEND_CALL_DURATION, CONNECTOR_RECONNECTS, CONFIG_RELOADS, CONFIG_LAST_RELOAD,
                    AUDIT_QUEUE_DEPTH, AUDIT_EVENTS_WRITTEN, AUDIT_EVENTS_SPILLED, AUDIT_EVENTS_DROPPED,
+                   RESPONSE_CACHE,
                    BUILD_INFO):
         for family in metric.describe():
             names.add(family.name)

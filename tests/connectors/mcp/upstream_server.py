@@ -315,6 +315,29 @@ def build(args: argparse.Namespace) -> MCPServer[Any]:
             """A tool with a UI."""
             return args.ui
 
+    if args.controls:
+        calls = {"n": 0}
+
+        @mcp.tool(annotations=types.ToolAnnotations(read_only_hint=True))
+        def counter(key: str = "") -> str:
+            """How many times this tool was called (a result that shows whether a call was cached)."""
+            calls["n"] += 1
+            return f"{key} {calls['n']}"
+
+        @mcp.tool(annotations=types.ToolAnnotations(read_only_hint=True))
+        def flaky() -> str:
+            """A read-only tool that always fails (error results are never cached)."""
+            calls["n"] += 1
+            raise ToolError(f"failure {calls['n']}")
+
+        # A Java/PCRE-style pattern (pydantic's Rust regex reads \p{L}; JavaScript's u flag does,
+        # Python's re does not): the upstream validates with it, clients cannot all compile it.
+        @mcp.tool(annotations=types.ToolAnnotations(read_only_hint=False))
+        def letters(word: Annotated[str, Field(pattern=r"^\p{L}+$")],
+                    code: Annotated[str, Field(pattern=r"^\x{41}\d$")] = "A1") -> str:
+            """Echo a word of letters."""
+            return f"{word} {code}"
+
     for i in range(args.tools):
         def extra(i: int = i) -> str:
             return f"extra {i}"
@@ -347,6 +370,8 @@ def main() -> None:
     parser.add_argument("--resumable", action="store_true", help="keep SSE events for Last-Event-ID resumption")
     parser.add_argument("--ui", default="", help="serve an MCP Apps tool whose UI shows this text")
     parser.add_argument("--mrtr", action="store_true", help="serve the tools, prompt and template that ask for input")
+    parser.add_argument("--controls", action="store_true",
+                        help="serve a tool whose schema has unportable patterns, and read-only counters")
     parser.add_argument("--bad-header-tool", action="store_true", help="list a tool with an invalid x-mcp-header")
     args = parser.parse_args()
     mcp = build(args)

@@ -88,6 +88,13 @@ def test_names_selection_overrides_and_annotations() -> None:
     by = {op.name: op for op in over.operations}
     assert by["create_b"].definition["description"] == "Makes B"
     assert over.warnings == ()
+    # title and annotations, as for upstream MCP tools (the override model is shared).
+    hinted = map_spec(doc, "3.0.3", cfg(overrides={"makeB": {"title": "Make a B", "annotations": {
+        "idempotentHint": True, "destructiveHint": True}}}))
+    make_b = next(op for op in hinted.operations if op.name == "makeB").definition
+    assert make_b["title"] == "Make a B"
+    assert make_b["annotations"] == {"readOnlyHint": False, "openWorldHint": True, "destructiveHint": True,
+                                     "idempotentHint": True, "title": "Make a B"}
     # Names the spec does not have would do nothing, silently: they become the spec's warnings.
     typo = map_spec(doc, "3.0.3", cfg(overrides={"makeBB": {"name": "create_b"}},
                                        include={"operations": ["makeB", "deleteB"]}))
