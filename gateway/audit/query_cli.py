@@ -143,8 +143,11 @@ async def _run(args: argparse.Namespace) -> int:
 async def _follow(store: AuditStore, filters: dict[str, Any], shown: Sequence[dict[str, Any]],
                   args: argparse.Namespace) -> None:
     """Poll for rows inserted after the newest one shown; each row is printed once."""
-    seen = {int(r["id"]) for r in shown}
-    mark = max(seen, default=0)
+    mark = max((int(r["id"]) for r in shown), default=0)
+    # Rows already in the look-back window but left out of the first page (older than the newest
+    # --limit) are not new: only rows that appear in the window from now on are printed.
+    window = await store.query(**filters, after_id=max(0, mark - LOOKBACK), limit=2 * LOOKBACK)
+    seen = {int(r["id"]) for r in shown} | {int(r["id"]) for r in window if int(r["id"]) <= mark}
     deadline = None if args.follow_for is None else time.monotonic() + args.follow_for
     while True:
         wait = args.interval if deadline is None else min(args.interval, deadline - time.monotonic())
