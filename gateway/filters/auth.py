@@ -4,8 +4,9 @@ Listings pass inward a context whose ``visible`` predicate hides what the caller
 a client only ever sees tools, prompts, resources and templates it may call. A call to a target
 the caller may not use raises :class:`AccessDenied` (-32003, "denied" in the audit log, which
 sits outside this filter); the refused call's ``ctx.record.connector`` is the connector of the
-target it named, so the audit row of a denial says which backend was protected. Authentication itself happens earlier, in the HTTP transports
-(:mod:`gateway.auth`); this filter only reads ``ctx.principal``.
+target it named, so the audit row of a denial says which backend was protected. Authentication
+itself happens earlier, in the HTTP transports (:mod:`gateway.auth`); this filter only reads
+``ctx.principal``.
 
 Rules are compiled once at build (:class:`gateway.policy.AccessPolicy`); per-principal views and
 their answers are cached, so the hot path is dictionary lookups. With no rules configured the
