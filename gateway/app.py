@@ -92,12 +92,13 @@ def build_filters(config: GatewayConfig, catalog: Catalog) -> list[Filter]:
     tracing.configure(config.telemetry)
     chain: list[Filter] = []
     if config.telemetry.metrics or tracing.enabled():
-        chain.append(TelemetryFilter(catalog, metrics_on=tracing.metrics_enabled()))
+        chain.append(TelemetryFilter(catalog, metrics_on=tracing.metrics_enabled(), principals=metrics.PrincipalLabels(
+            config.telemetry.metrics_principal_label, config.telemetry.metrics_max_principals)))
     if config.audit.enabled:
         digests = secret_digests(config.auth.api_keys, config.base_dir)
         chain.append(AuditFilter(AuditWriter(config.audit, config.base_dir, digests)))
     if config.access:
-        chain.append(AccessFilter(AccessPolicy(config.access), catalog.access_name))
+        chain.append(AccessFilter(AccessPolicy(config.access), catalog.access_name, catalog.owner))
     concurrency = {c.name: c.max_concurrency for c in config.connectors if c.max_concurrency}
     if config.rate_limits.rules or concurrency:
         chain.append(RateLimitFilter(config.rate_limits, catalog.owner, concurrency))

@@ -283,6 +283,10 @@ class AuditConfig(Model):
 class TelemetryConfig(Model):
     metrics: bool = True
     metrics_port: int | None = Field(None, ge=0, le=65535)
+    # Opt-in "who": a principal (or group) label on requests_total and the refusal counters; past
+    # metrics_max_principals distinct values a new one is reported as _other.
+    metrics_principal_label: Literal["none", "principal", "group"] = "none"
+    metrics_max_principals: int = Field(50, ge=1, le=1000)
     otlp_endpoint: str | None = None
     service_name: str = "mcp-gateway"
     trace_sample_ratio: float = Field(1.0, ge=0, le=1)

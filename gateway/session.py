@@ -46,6 +46,7 @@ from gateway.protocol.errors import (
 from gateway.protocol.lifecycle import SessionLifecycle, SessionState
 from gateway.protocol.meta import INPUT_CAPABILITY, LOG_LEVELS, log_admitted
 from gateway.protocol.versions import negotiate
+from gateway.telemetry import metrics
 
 __all__ = ["Session", "SessionHost", "ServerIdentity", "Send", "LOG_LEVELS", "server_request_budget",
            "server_request_refused"]
@@ -98,7 +99,8 @@ def server_request_budget(limits: ServerRequestLimits) -> ServerRequestBudget:
 
 
 def server_request_refused(method: str, refusal: Refusal) -> RateLimited:
-    """The error an upstream gets for a server→client request over a cap."""
+    """The error an upstream gets for a server→client request over a cap (counted here, once)."""
+    metrics.server_request_refused(method, "per_call" if refusal.scope == "call" else "per_session")
     if refusal.scope == "call":
         return RateLimited(f"Refused {method}: this call already sent {int(refusal.limit)} requests to the client "
                            f"(gateway.server_requests.max_per_call)", 0, "server_requests")

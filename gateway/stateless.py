@@ -50,6 +50,7 @@ from gateway.protocol.meta import INPUT_CAPABILITY, RequestMeta, log_admitted
 from gateway.protocol.request_state import RequestStateCodec, request_digest
 from gateway.protocol.revisions import revision
 from gateway.session import Send, server_request_budget, server_request_refused
+from gateway.telemetry import metrics
 
 __all__ = ["StatelessSession", "StatelessHost", "MRTR_METHODS"]
 
@@ -250,6 +251,10 @@ class StatelessSession:
             asked = self._asked_before + (len(requests) if isinstance(requests, dict) else 0)
             cap = self.host.server_request_limits.max_per_call
             if asked > cap:
+                # Each input the upstream asked for in this result is refused (none is passed on).
+                for asked_for in requests.values() if isinstance(requests, dict) else ():
+                    method_of = asked_for.get("method") if isinstance(asked_for, dict) else None
+                    metrics.server_request_refused(str(method_of), "per_call")
                 return self._error(rid, RateLimited(
                     f"The backend asked the client for {asked} inputs in this call, over "
                     f"gateway.server_requests.max_per_call ({cap}); none were passed on", 0, "server_requests"))

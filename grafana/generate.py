@@ -2,8 +2,15 @@
 
 The dashboards are generated so that panels stay consistent (same units, same rate windows, same
 template variables) and so that every query is written against the names in
-``gateway/telemetry/metrics.py``; tests/telemetry/test_dashboards.py checks the committed JSON.
+``gateway/telemetry/metrics.py``; tests/telemetry/test_dashboards.py checks the committed JSON
+(tests/telemetry/test_dashboards_scrape.py checks every query against a real gateway's /metrics).
 Run ``.venv/bin/python grafana/generate.py`` after changing a panel here.
+
+Every query is scoped by the ``cluster``, ``namespace`` and ``job`` variables (labels Prometheus
+adds when it scrapes; a setup without them gets ``.*``, which also matches a missing label). Policy
+refusals (outcome ``denied`` or ``rate_limited``) are never errors: error ratios count ``error``
+and ``timeout`` over every call except refusals, as the alert rules do, and refusals have panels
+of their own, by tool and by principal.
 """
 
 from __future__ import annotations
@@ -17,8 +24,14 @@ __all__ = ["overview", "connector", "main"]
 HERE = Path(__file__).resolve().parent
 DS = {"type": "prometheus", "uid": "${datasource}"}
 RI = "$__rate_interval"
-SEL = 'connector=~"$connector"'
-TOOL_SEL = 'method="tools/call", connector=~"$connector", target=~"$tool"'
+# Where the series come from: Prometheus's target labels, one variable each.
+SCOPE = 'cluster=~"$cluster", namespace=~"$namespace", job=~"$job"'
+SEL = f'{SCOPE}, connector=~"$connector"'
+TOOL_SEL = f'{SCOPE}, method="tools/call", connector=~"$connector", target=~"$tool"'
+# Failures of the gateway or a backend, and everything that was served (policy refusals are not).
+FAILED = 'outcome=~"error|timeout"'
+SERVED = 'outcome!~"denied|rate_limited"'
+REFUSED = 'outcome=~"denied|rate_limited"'
 
 
 class _Layout:
@@ -113,14 +126,19 @@ def _variables(connector_multi: bool) -> list[dict[str, Any]]:
                 "includeAll": multi, "multi": multi, "allValue": ".*" if multi else None,
                 "current": {}, "sort": 1}
 
+    info = "mcp_gateway_build_info"
     return [
         {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
          "current": {}, "hide": 0},
-        query_var("connector", "Connector", "label_values(mcp_gateway_connector_up, connector)",
+        query_var("cluster", "Cluster", f"label_values({info}, cluster)", True),
+        query_var("namespace", "Namespace", f'label_values({info}{{cluster=~"$cluster"}}, namespace)', True),
+        query_var("job", "Job", f'label_values({info}{{cluster=~"$cluster", namespace=~"$namespace"}}, job)',
+                  True),
+        query_var("connector", "Connector", f"label_values(mcp_gateway_connector_up{{{SCOPE}}}, connector)",
                   connector_multi),
         query_var("tool", "Tool",
-                  'label_values(mcp_gateway_requests_total{method="tools/call", connector=~"$connector"}, target)',
-                  True),
+                  f'label_values(mcp_gateway_requests_total{{{SCOPE}, method="tools/call", '
+                  'connector=~"$connector"}, target)', True),
     ]
 
 
@@ -133,7 +151,7 @@ def _dashboard(uid: str, title: str, layout: _Layout, connector_multi: bool,
         "templating": {"list": _variables(connector_multi)},
         "annotations": {"list": [{
             "name": "Config reloads", "datasource": DS, "enable": True, "iconColor": "orange",
-            "expr": "changes(mcp_gateway_config_last_reload_success_timestamp_seconds[2m]) > 0",
+            "expr": f"changes(mcp_gateway_config_last_reload_success_timestamp_seconds{{{SCOPE}}}[2m]) > 0",
             "titleFormat": "config reloaded"}]},
         "links": links, "panels": layout.panels,
     }
@@ -142,16 +160,22 @@ def _dashboard(uid: str, title: str, layout: _Layout, connector_multi: bool,
 def overview() -> dict[str, Any]:
     lay = _Layout()
     total = f"sum(rate(mcp_gateway_requests_total{{{SEL}}}[{RI}]))"
-    errors = f'sum(rate(mcp_gateway_requests_total{{{SEL}, outcome!="ok"}}[{RI}]))'
+    served = f"sum(rate(mcp_gateway_requests_total{{{SEL}, {SERVED}}}[{RI}]))"
+    failed = f"sum(rate(mcp_gateway_requests_total{{{SEL}, {FAILED}}}[{RI}]))"
+    refused = f"sum(rate(mcp_gateway_requests_total{{{SEL}, {REFUSED}}}[{RI}]))"
     lay.row("Traffic")
-    lay.add(stat("Requests / s", total, "reqps"), w=6, h=4)
-    lay.add(stat("Error ratio", f"{errors} / clamp_min({total}, 1e-9)", "percentunit",
+    lay.add(stat("Requests / s", total, "reqps"), w=5, h=4)
+    lay.add(stat("Error ratio", f"({failed} or vector(0)) / clamp_min({served}, 1e-9)", "percentunit",
                  [("green", None), ("orange", 0.01), ("red", 0.05)],
-                 "Share of requests whose outcome is not ok (tool errors, denials, limits, timeouts)."),
-            w=6, h=4)
-    lay.add(stat("Active sessions", "sum(mcp_gateway_sessions_active)"), w=6, h=4)
-    lay.add(stat("Connectors down", "count(mcp_gateway_connector_up == 0) or vector(0)", "short",
-                 [("green", None), ("red", 1)]), w=6, h=4)
+                 "Calls that failed in the gateway or a backend (outcome error or timeout) over every call "
+                 "except policy refusals: denied and rate-limited calls are the gateway working as "
+                 "configured, shown on their own (Policy refusals)."), w=5, h=4)
+    lay.add(stat("Policy refusals / s", f"{refused} or vector(0)", "reqps", [("green", None), ("orange", 1)],
+                 "Calls refused by an access rule (denied) or a rate limit; who and on what: the "
+                 "Rate limiting and access row."), w=5, h=4)
+    lay.add(stat("Active sessions", f"sum(mcp_gateway_sessions_active{{{SCOPE}}})"), w=4, h=4)
+    lay.add(stat("Connectors down", f"count(mcp_gateway_connector_up{{{SCOPE}}} == 0) or vector(0)", "short",
+                 [("green", None), ("red", 1)]), w=5, h=4)
     lay.add(timeseries("Requests by method", [(
         f"sum by (method) (rate(mcp_gateway_requests_total{{{SEL}}}[{RI}]))", "{{method}}")], "reqps", True))
     lay.add(timeseries("Requests by outcome", [(
@@ -159,32 +183,57 @@ def overview() -> dict[str, Any]:
     lay.add(timeseries("Tool calls by tool", [(
         f"sum by (target) (rate(mcp_gateway_requests_total{{{TOOL_SEL}}}[{RI}]))", "{{target}}")], "reqps", True))
     lay.add(timeseries("Error ratio by connector", [(
-        f'sum by (connector) (rate(mcp_gateway_requests_total{{{SEL}, outcome!="ok"}}[{RI}]))'
-        f" / sum by (connector) (rate(mcp_gateway_requests_total{{{SEL}}}[{RI}]))", "{{connector}}")],
-        "percentunit"))
+        f"sum by (connector) (rate(mcp_gateway_requests_total{{{SEL}, {FAILED}}}[{RI}]))"
+        f" / sum by (connector) (rate(mcp_gateway_requests_total{{{SEL}, {SERVED}}}[{RI}]))", "{{connector}}")],
+        "percentunit", description="Errors and timeouts over served calls (refusals left out)."))
     lay.row("Latency")
     lay.add(timeseries("Tool call latency by tool (p50 / p95 / p99)", quantiles(
-        "mcp_gateway_request_duration_seconds", TOOL_SEL, "target", "{{target}}"), "s"))
+        "mcp_gateway_request_duration_seconds", f"{TOOL_SEL}, {SERVED}", "target", "{{target}}"), "s",
+        description="Refusals are answered at once and left out."))
     lay.add(timeseries("Request latency by connector (p50 / p95 / p99)", quantiles(
-        "mcp_gateway_request_duration_seconds", SEL, "connector", "{{connector}}"), "s"))
+        "mcp_gateway_request_duration_seconds", f"{SEL}, {SERVED}", "connector", "{{connector}}"), "s"))
     lay.add(timeseries("Backend call latency by connector (p50 / p95 / p99)", quantiles(
         "mcp_gateway_backend_call_duration_seconds", SEL, "connector", "{{connector}}"), "s",
         description="Time spent in the backend itself: HTTP request, SQL statement, upstream MCP call."))
-    lay.add(timeseries("Requests in flight", [("sum(mcp_gateway_requests_in_flight)", "in flight")]))
-    lay.row("Rate limiting and access")
+    lay.add(timeseries("Requests in flight", [(f"sum(mcp_gateway_requests_in_flight{{{SCOPE}}})", "in flight")]))
+    lay.row("Rate limiting and access: who, on what")
+    lay.add(timeseries("Rate-limited calls by principal and tool (top 10)", [(
+        f"topk(10, sum by (principal, tool) (rate(mcp_gateway_rate_limited_total{{{SEL}}}[{RI}])))",
+        "{{principal}} {{tool}}")], "reqps", True,
+        "Who is being rate limited, on which tool. The principal is empty unless "
+        "telemetry.metrics_principal_label is set (capped: past the cap principals are _other)."), w=12)
+    lay.add(timeseries("Denied calls by principal and tool (top 10)", [(
+        f"topk(10, sum by (principal, tool) (rate(mcp_gateway_denied_total{{{SEL}}}[{RI}])))",
+        "{{principal}} {{tool}}")], "reqps", True, "Calls an access rule refused, by who asked for what."), w=12)
+    lay.add(timeseries("Top principals by requests (top 10)", [(
+        f"topk(10, sum by (principal) (rate(mcp_gateway_requests_total{{{SEL}}}[{RI}])))", "{{principal}}")],
+        "reqps", True, "Needs telemetry.metrics_principal_label: principal (or group)."), w=8)
+    lay.add(timeseries("Top principals by errors (top 10)", [(
+        f"topk(10, sum by (principal) (rate(mcp_gateway_requests_total{{{SEL}, {FAILED}}}[{RI}])))",
+        "{{principal}}")], "reqps", True), w=8)
     lay.add(timeseries("Rate-limited calls by scope", [(
         f"sum by (scope) (rate(mcp_gateway_rate_limited_total{{{SEL}}}[{RI}]))", "{{scope}}")], "reqps", True), w=8)
-    lay.add(timeseries("Denied calls by connector", [(
-        f"sum by (connector) (rate(mcp_gateway_denied_total{{{SEL}}}[{RI}]))", "{{connector}}")], "reqps", True), w=8)
     lay.add(timeseries("Authentication failures", [(
-        f"sum by (reason) (rate(mcp_gateway_auth_failures_total[{RI}]))", "{{reason}}")], "reqps", True), w=8)
+        f"sum by (reason) (rate(mcp_gateway_auth_failures_total{{{SCOPE}}}[{RI}]))", "{{reason}}")], "reqps", True),
+        w=8)
+    lay.add(timeseries("Server→client requests refused", [(
+        f"sum by (method, cap) (rate(mcp_gateway_server_requests_refused_total{{{SCOPE}}}[{RI}]))",
+        "{{method}} {{cap}}")], "ops", True,
+        "Sampling, elicitation and roots requests an upstream asked of the client over "
+        "gateway.server_requests (per call or per session): an upstream flooding the client."), w=8)
     lay.add(timeseries("Rate-limit backend errors", [(
-        f"sum by (backend, decision) (rate(mcp_gateway_rate_limit_backend_errors_total[{RI}]))",
+        f"sum by (backend, decision) (rate(mcp_gateway_rate_limit_backend_errors_total{{{SCOPE}}}[{RI}]))",
         "{{backend}} {{decision}}")], "ops", True,
-        "Redis (or another shared backend) unreachable; decision is what on_backend_error applied."), w=24, h=6)
+        "Redis (or another shared backend) unreachable; decision is what on_backend_error applied."), w=8)
+    lay.add(timeseries("Rate-limit backend circuit breaker", [
+        (f"sum by (state) (mcp_gateway_rate_limit_breaker_state{{{SCOPE}, state!=\"closed\"}})",
+         "replicas {{state}}"),
+        (f"sum(increase(mcp_gateway_rate_limit_breaker_trips_total{{{SCOPE}}}[5m]))", "trips (5m)")], "short",
+        description="Replicas whose breaker is open (on_backend_error applied without asking Redis) or "
+                    "probing, and how often breakers opened."), w=16)
     lay.row("Sessions and connectors")
     lay.add(timeseries("Active sessions by transport", [(
-        "sum by (transport) (mcp_gateway_sessions_active)", "{{transport}}")], "short", True), w=8)
+        f"sum by (transport) (mcp_gateway_sessions_active{{{SCOPE}}})", "{{transport}}")], "short", True), w=8)
     lay.add(health_table("Connector health", f"max by (connector) (mcp_gateway_connector_up{{{SEL}}})"), w=8)
     lay.add(timeseries("Connector reconnects", [(
         f"sum by (connector) (increase(mcp_gateway_connector_reconnects_total{{{SEL}}}[$__range]))",
@@ -192,14 +241,16 @@ def overview() -> dict[str, Any]:
     lay.add(timeseries("Catalog size by kind", [(
         f"max by (kind) (sum by (kind, instance) (mcp_gateway_catalog_items{{{SEL}}}))", "{{kind}}")]), w=12)
     lay.add(timeseries("Config reloads", [(
-        "sum by (result) (increase(mcp_gateway_config_reloads_total[5m]))", "{{result}}")], "short", True), w=12)
+        f"sum by (result) (increase(mcp_gateway_config_reloads_total{{{SCOPE}}}[5m]))", "{{result}}")], "short",
+        True), w=12)
     lay.row("Audit pipeline")
-    lay.add(timeseries("Audit queue depth", [("sum(mcp_gateway_audit_queue_depth)", "queued")]), w=8)
+    lay.add(timeseries("Audit queue depth", [(f"sum(mcp_gateway_audit_queue_depth{{{SCOPE}}})", "queued")]), w=8)
     lay.add(timeseries("Audit events written", [(
-        f"sum by (sink) (rate(mcp_gateway_audit_events_written_total[{RI}]))", "{{sink}}")], "ops", True), w=8)
+        f"sum by (sink) (rate(mcp_gateway_audit_events_written_total{{{SCOPE}}}[{RI}]))", "{{sink}}")], "ops",
+        True), w=8)
     lay.add(timeseries("Audit events spilled and dropped", [
-        (f"sum(rate(mcp_gateway_audit_events_spilled_total[{RI}]))", "spilled"),
-        (f"sum(rate(mcp_gateway_audit_events_dropped_total[{RI}]))", "dropped")], "ops"), w=8)
+        (f"sum(rate(mcp_gateway_audit_events_spilled_total{{{SCOPE}}}[{RI}]))", "spilled"),
+        (f"sum(rate(mcp_gateway_audit_events_dropped_total{{{SCOPE}}}[{RI}]))", "dropped")], "ops"), w=8)
     links = [{"title": "Connector drill-down", "type": "link", "url": "/d/mcp-gateway-connector",
               "keepTime": True, "includeVars": True}]
     return _dashboard("mcp-gateway-overview", "MCP Gateway / Overview", lay, True, links)
@@ -207,8 +258,8 @@ def overview() -> dict[str, Any]:
 
 def connector() -> dict[str, Any]:
     lay = _Layout()
-    one = 'connector="$connector"'
-    tools = 'method="tools/call", connector="$connector", target=~"$tool"'
+    one = f'{SCOPE}, connector="$connector"'
+    tools = f'{SCOPE}, method="tools/call", connector="$connector", target=~"$tool"'
     lay.row("$connector")
     lay.add(stat("Up", f"max(mcp_gateway_connector_up{{{one}}})", "short",
                  [("red", None), ("green", 1)]), w=6, h=4)
@@ -220,23 +271,28 @@ def connector() -> dict[str, Any]:
     lay.add(timeseries("Calls by tool", [(
         f"sum by (target) (rate(mcp_gateway_requests_total{{{tools}}}[{RI}]))", "{{target}}")], "reqps", True))
     lay.add(timeseries("Errors by tool and outcome", [(
-        f'sum by (target, outcome) (rate(mcp_gateway_requests_total{{{tools}, outcome!="ok"}}[{RI}]))',
-        "{{target}} {{outcome}}")], "reqps", True))
+        f'sum by (target, outcome) (rate(mcp_gateway_requests_total{{{tools}, outcome!="ok", {SERVED}}}[{RI}]))',
+        "{{target}} {{outcome}}")], "reqps", True, "Tool errors, failures and timeouts; refusals are below."))
     lay.add(timeseries("Latency by tool (p50 / p95 / p99)", quantiles(
-        "mcp_gateway_request_duration_seconds", tools, "target", "{{target}}"), "s"), w=24)
+        "mcp_gateway_request_duration_seconds", f"{tools}, {SERVED}", "target", "{{target}}"), "s"), w=24)
     lay.row("Backend")
     lay.add(timeseries("Backend call latency (p50 / p95 / p99)", quantiles(
         "mcp_gateway_backend_call_duration_seconds", one, "kind", "{{kind}}"), "s"))
     lay.add(timeseries("Backend calls by outcome", [(
         f"sum by (outcome) (rate(mcp_gateway_backend_call_duration_seconds_count{{{one}}}[{RI}]))",
         "{{outcome}}")], "ops", True))
-    lay.add(timeseries("Rate-limited and denied", [
-        (f"sum by (scope) (rate(mcp_gateway_rate_limited_total{{{one}}}[{RI}]))", "limited {{scope}}"),
-        (f"sum(rate(mcp_gateway_denied_total{{{one}}}[{RI}]))", "denied")], "reqps", True))
+    lay.row("Policy refusals")
+    lay.add(timeseries("Rate-limited by tool, scope and principal", [(
+        f"topk(10, sum by (tool, scope, principal) (rate(mcp_gateway_rate_limited_total{{{one}}}[{RI}])))",
+        "{{tool}} {{scope}} {{principal}}")], "reqps", True))
+    lay.add(timeseries("Denied by tool and principal", [(
+        f"topk(10, sum by (tool, principal) (rate(mcp_gateway_denied_total{{{one}}}[{RI}])))",
+        "{{tool}} {{principal}}")], "reqps", True))
     lay.add(timeseries("Other methods", [(
         f'sum by (method) (rate(mcp_gateway_requests_total{{{one}, method!="tools/call"}}[{RI}]))',
-        "{{method}}")], "reqps", True))
-    links = [{"title": "Overview", "type": "link", "url": "/d/mcp-gateway-overview", "keepTime": True}]
+        "{{method}}")], "reqps", True), w=24)
+    links = [{"title": "Overview", "type": "link", "url": "/d/mcp-gateway-overview", "keepTime": True,
+              "includeVars": True}]
     return _dashboard("mcp-gateway-connector", "MCP Gateway / Connector", lay, False, links)
 
 

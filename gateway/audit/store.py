@@ -131,9 +131,18 @@ class AuditStore:
     async def query(self, *, since: datetime | None = None, until: datetime | None = None,
                     principal: str | None = None, target: str | None = None,
                     outcome: str | None = None, method: str | None = None,
-                    limit: int = 1000) -> list[dict[str, Any]]:
+                    limit: int = 1000, newest_first: bool = False,
+                    after_id: int | None = None) -> list[dict[str, Any]]:
+        """Events matching every filter given, at most ``limit``: the oldest ones in time order,
+        or with ``newest_first`` the newest ones, newest first. ``after_id`` keeps only rows
+        inserted after the row with that ``id`` and orders them by ``id`` (how ``--follow`` tails)."""
         t = events_table.c
-        stmt = select(events_table).order_by(t.time, t.id).limit(limit)
+        if after_id is not None:
+            stmt = select(events_table).where(t.id > after_id).order_by(t.id).limit(limit)
+        elif newest_first:
+            stmt = select(events_table).order_by(t.time.desc(), t.id.desc()).limit(limit)
+        else:
+            stmt = select(events_table).order_by(t.time, t.id).limit(limit)
         if since is not None:
             stmt = stmt.where(t.time >= since)
         if until is not None:

@@ -3,8 +3,10 @@
 Listings pass inward a context whose ``visible`` predicate hides what the caller may not use, so
 a client only ever sees tools, prompts, resources and templates it may call. A call to a target
 the caller may not use raises :class:`AccessDenied` (-32003, "denied" in the audit log, which
-sits outside this filter). Authentication itself happens earlier, in the HTTP transports
-(:mod:`gateway.auth`); this filter only reads ``ctx.principal``.
+sits outside this filter); the refused call's ``ctx.record.connector`` is the connector of the
+target it named, so the audit row of a denial says which backend was protected. Authentication
+itself happens earlier, in the HTTP transports (:mod:`gateway.auth`); this filter only reads
+``ctx.principal``.
 
 Rules are compiled once at build (:class:`gateway.policy.AccessPolicy`); per-principal views and
 their answers are cached, so the hot path is dictionary lookups. With no rules configured the
@@ -15,12 +17,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.context import CallContext
 from gateway.filters import Handler
 from gateway.policy import AccessPolicy
 from gateway.protocol.errors import AccessDenied
+
+if TYPE_CHECKING:
+    from connectors.base import Connector
 
 __all__ = ["AccessFilter", "LIST_METHODS"]
 
@@ -37,12 +42,16 @@ _KIND = {
 
 # (kind, public target) -> the public name access rules match (the catalog's access_name).
 AccessName = Callable[[str, str], str]
+# (method, public target) -> the connector serving it now, or None (the catalog's ``owner``).
+Owner = Callable[[str, str], "Connector | None"]
 
 
 class AccessFilter:
-    def __init__(self, policy: AccessPolicy, access_name: AccessName | None = None) -> None:
+    def __init__(self, policy: AccessPolicy, access_name: AccessName | None = None,
+                 owner: Owner | None = None) -> None:
         self.policy = policy
         self.access_name = access_name
+        self.owner = owner
         self.denied = 0
 
     def _name(self, ctx: CallContext) -> str:
@@ -67,6 +76,10 @@ class AccessFilter:
             if not view.allowed(name) and (name == ctx.target or not view.allowed(ctx.target)):
                 self.denied += 1
                 ctx.record.outcome = "denied"
+                if self.owner is not None and ctx.record.connector is None:
+                    # The call never reaches its connector; the catalog still knows whose it is.
+                    conn = self.owner(ctx.method, ctx.target)
+                    ctx.record.connector = conn.name if conn is not None else None
                 raise AccessDenied(f"Access denied: {ctx.principal.name!r} may not use {ctx.target!r}",
                                    {"target": ctx.target, "principal": ctx.principal.name})
         return await call_next(ctx)

@@ -191,6 +191,8 @@ class RateLimitFilter:
         # Only a remote backend can be unhealthy; the memory backend never fails.
         self.breaker = CircuitBreaker(config.breaker_failures, config.breaker_cooldown_s) \
             if self.backend_name == "redis" else None
+        if self.breaker is not None:
+            _breaker_state(self.backend_name, self.breaker.state)
         self._semaphores = {name: asyncio.Semaphore(n) for name, n in (concurrency or {}).items()}
         self._needs_connector = bool(self._semaphores) or any(lim.scope == "connector" for lim in self.limits)
         self._last_error_log = float("-inf")
@@ -214,6 +216,7 @@ class RateLimitFilter:
             return
         self.backend_error = None
         if self.breaker is not None and self.breaker.success():  # Redis answers: calls may use it again
+            _breaker_state(self.backend_name, "closed")
             log.warning("rate-limit backend %s answers again; limits are enforced by it again", self.backend_name)
 
     async def stop(self) -> None:
@@ -225,6 +228,11 @@ class RateLimitFilter:
             return None
         connector = self.owner(ctx.method, ctx.target)
         return connector.name if connector is not None else None
+
+    def _note_connector(self, ctx: CallContext, connector: str | None) -> None:
+        """A refused call never reaches its connector: record whose target it named, for the audit row."""
+        if ctx.record.connector is None:
+            ctx.record.connector = connector if connector is not None else self._connector_of(ctx)
 
     def _keys(self, ctx: CallContext, connector: str | None) -> tuple[list[str], list[Rate], list[str]]:
         keys: list[str] = []
@@ -256,19 +264,31 @@ class RateLimitFilter:
 
     async def _decide(self, keys: list[str], rates: list[Rate]) -> Decision:
         breaker = self.breaker
-        if breaker is not None and not breaker.allow(time.monotonic()):
-            return self._fallback(None)  # open: Redis is not asked (backend_error keeps the last cause)
+        if breaker is not None:
+            before = breaker.state
+            allowed = breaker.allow(time.monotonic())
+            if breaker.state != before:  # open → half_open: this call is the probe
+                _breaker_state(self.backend_name, breaker.state)
+            if not allowed:
+                return self._fallback(None)  # open: Redis is not asked (backend_error keeps the last cause)
         try:
             decision = await self.backend.check(keys, rates)
         except Exception as exc:  # redis errors, OSError, timeouts: apply the configured choice
             self.backend_error = _describe(exc)
-            if breaker is not None and breaker.failure(time.monotonic()):
-                log.error("rate-limit backend %s failed %d times in a row (last: %s); failing %s without "
-                          "asking it, probing again every %g s", self.backend_name, breaker.failures,
-                          _describe(exc), "open" if self.fail_open else "closed", breaker.cooldown_s)
+            if breaker is not None:
+                before = breaker.state
+                opened = breaker.failure(time.monotonic())
+                if breaker.state != before:  # closed → open (a trip) or half_open → open (failed probe)
+                    _breaker_state(self.backend_name, breaker.state)
+                    metrics.RATE_LIMIT_BREAKER_TRIPS.labels(self.backend_name).inc()
+                if opened:
+                    log.error("rate-limit backend %s failed %d times in a row (last: %s); failing %s without "
+                              "asking it, probing again every %g s", self.backend_name, breaker.failures,
+                              _describe(exc), "open" if self.fail_open else "closed", breaker.cooldown_s)
             return self._fallback(exc)
         self.backend_error = None
         if breaker is not None and breaker.success():
+            _breaker_state(self.backend_name, "closed")
             log.warning("rate-limit backend %s answers again; limits are enforced by it again", self.backend_name)
         return decision
 
@@ -300,6 +320,7 @@ class RateLimitFilter:
                 if not decision.allowed:
                     self.limited += 1
                     ctx.record.outcome = "rate_limited"
+                    self._note_connector(ctx, connector)
                     scope = scopes[decision.denied_index] if decision.denied_index >= 0 else "backend"
                     raise RateLimited(f"Rate limit exceeded ({scope}); retry in {decision.retry_after_ms} ms",
                                       decision.retry_after_ms, scope)
@@ -313,6 +334,7 @@ class RateLimitFilter:
             except TimeoutError:
                 self.limited += 1
                 ctx.record.outcome = "rate_limited"
+                self._note_connector(ctx, connector)
                 raise RateLimited(f"Connector {connector} is at its concurrency limit", 1000, "connector") from None
         else:
             await sem.acquire()
@@ -324,6 +346,11 @@ class RateLimitFilter:
 
 def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__  # a timeout's message is empty
+
+
+def _breaker_state(backend: str, state: str) -> None:
+    for name in ("closed", "open", "half_open"):
+        metrics.RATE_LIMIT_BREAKER_STATE.labels(backend, name).set(1 if name == state else 0)
 
 
 def _count_backend_error(backend: str, decision: str) -> None:

@@ -8,7 +8,10 @@ request it
   dispatch from the HTTP header or ``params._meta.traceparent``), with the MCP semantic attributes
   (``mcp.method.name``, ``gen_ai.tool.name``, ``mcp.session.id``, ``enduser.id``, outcome, ...);
 * counts ``requests_total`` and observes ``request_duration_seconds`` by method, connector, public
-  target and outcome, and counts rate-limited and denied calls;
+  target and outcome, and counts rate-limited and denied calls with the tool they named (a name
+  the catalog does not know is ``_unknown``); with ``telemetry.metrics_principal_label`` the
+  counters (not the histogram) also carry the principal or its group, capped
+  (:class:`gateway.telemetry.metrics.PrincipalLabels`);
 * records ``ctx.record.outcome`` when no inner layer did.
 
 The gateway leaves the filter out of the chain when metrics and tracing are both off, so
@@ -74,11 +77,13 @@ def outcome_of(exc: BaseException) -> str:
 class TelemetryFilter:
     """Spans and request metrics; built with the catalog, which names what a call reached."""
 
-    def __init__(self, catalog: Catalog, metrics_on: bool = True) -> None:
+    def __init__(self, catalog: Catalog, metrics_on: bool = True,
+                 principals: metrics.PrincipalLabels | None = None) -> None:
         self.catalog = catalog
         self.metrics_on = metrics_on
+        self.principals = principals or metrics.PrincipalLabels()
         # labels() validates and locks on each call; the children are cached per label tuple.
-        self._children: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
+        self._children: dict[tuple[str, str, str, str, str], tuple[Any, Any]] = {}
 
     async def __call__(self, ctx: CallContext, call_next: Handler) -> dict[str, Any]:
         method = ctx.method
@@ -174,20 +179,25 @@ class TelemetryFilter:
         if not self.metrics_on:
             return
         metrics.IN_FLIGHT.dec()
-        key = (method, connector, target, outcome)
+        principal = self.principals(ctx.principal.name, ctx.principal.groups)
+        key = (method, connector, target, outcome, principal)
         children = self._children.get(key)
         if children is None:
             labels = (metrics.method_label(method), connector, target, outcome)
-            children = (metrics.REQUESTS.labels(*labels), metrics.REQUEST_DURATION.labels(*labels))
+            children = (metrics.REQUESTS.labels(*labels, principal), metrics.REQUEST_DURATION.labels(*labels))
             if len(self._children) < 4 * metrics.MAX_LABEL_VALUES:
                 self._children[key] = children
         children[0].inc()
         children[1].observe(elapsed)
-        if outcome == "rate_limited":
-            scope = ctx.record.ratelimit_scope or ""
-            metrics.RATE_LIMITED.labels(connector, scope if scope in _SCOPES else "other").inc()
-        elif outcome == "denied":
-            metrics.DENIED.labels(metrics.method_label(method), connector).inc()
+        if outcome in ("rate_limited", "denied"):
+            # The tool a refused call named: the catalog's name, or one value for unknown names.
+            tool = (target or metrics.UNKNOWN) if method == "tools/call" else ""
+            if outcome == "rate_limited":
+                scope = ctx.record.ratelimit_scope or ""
+                metrics.RATE_LIMITED.labels(connector, scope if scope in _SCOPES else "other", tool,
+                                            principal).inc()
+            else:
+                metrics.DENIED.labels(metrics.method_label(method), connector, tool, principal).inc()
 
     def _labels(self, ctx: CallContext, outcome: str) -> tuple[str, str]:
         """(connector, target) label values, both bounded: only names the catalog knows."""

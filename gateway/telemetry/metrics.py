@@ -8,8 +8,11 @@ registry of our own, which ``GET /metrics`` serves.
 Label cardinality is bounded by construction: labels carry only values from closed sets (MCP
 methods, outcomes, scopes) or from the configuration (connector names, public tool/prompt names
 the catalog resolved). :func:`bounded` is the last line of defence: past :data:`MAX_LABEL_VALUES`
-distinct values per label, new values collapse to ``"_other"``. Arguments, session ids, principals
-and free text are never labels.
+distinct values per label, new values collapse to ``"_other"``. Arguments, session ids and free
+text are never labels. Principals are labels only when the operator opts in
+(``telemetry.metrics_principal_label``), and then through :class:`PrincipalLabels`, which caps the
+distinct values at ``telemetry.metrics_max_principals`` (the rest are ``"_other"``) and puts them
+only on the refusal counters and ``requests_total`` (never on a histogram).
 
 Who records what (so each value has exactly one writer):
 
@@ -18,7 +21,10 @@ Who records what (so each value has exactly one writer):
 * connectors, through their instrumentation port (``gateway.telemetry.instrumentation``, which
   calls ``gateway.telemetry.tracing.backend_call``) — backend call durations.
 * ``gateway.audit`` — the ``AUDIT_*`` metrics (queue depth, written, spilled, dropped).
-* ``gateway.filters.ratelimit`` — :data:`RATE_LIMIT_BACKEND_ERRORS`.
+* ``gateway.filters.ratelimit`` — :data:`RATE_LIMIT_BACKEND_ERRORS`, :data:`RATE_LIMIT_BREAKER_STATE`,
+  :data:`RATE_LIMIT_BREAKER_TRIPS`.
+* ``gateway.session`` (one place: ``server_request_refused``) and ``gateway.stateless`` —
+  :data:`SERVER_REQUESTS_REFUSED`.
 * ``gateway.filters.cache`` — :data:`RESPONSE_CACHE` (hits and misses of cacheable tool calls).
 * ``gateway.auth`` — :data:`AUTH_FAILURES` (HTTP requests refused before any session exists).
 * ``gateway.transports`` (the HTTP server and app) — :data:`HTTP_REFUSED`.
@@ -69,6 +75,13 @@ __all__ = [
     "RATE_LIMITED",
     "DENIED",
     "RATE_LIMIT_BACKEND_ERRORS",
+    "RATE_LIMIT_BREAKER_STATE",
+    "RATE_LIMIT_BREAKER_TRIPS",
+    "SERVER_REQUESTS_REFUSED",
+    "SERVER_REQUEST_METHODS",
+    "server_request_refused",
+    "PrincipalLabels",
+    "UNKNOWN",
     "AUTH_FAILURES",
     "HTTP_REFUSED",
     "SESSIONS_ACTIVE",
@@ -99,6 +112,9 @@ gc_collector.GCCollector(registry=REGISTRY)
 
 MAX_LABEL_VALUES = 2000
 OTHER = "_other"
+# The ``tool`` label of a refused call whose name the catalog does not know: one value for all of
+# them, so a caller inventing names cannot add series.
+UNKNOWN = "_unknown"
 
 # Closed sets: anything outside them is reported as OTHER.
 METHODS = frozenset({
@@ -114,8 +130,9 @@ _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5
 
 # -- requests (gateway.filters.telemetry) -----------------------------------------------------------
 REQUESTS = Counter(
-    "requests", "MCP requests served, by method, connector, public target and outcome.",
-    ("method", "connector", "target", "outcome"), namespace=NAMESPACE, registry=REGISTRY)
+    "requests", "MCP requests served, by method, connector, public target and outcome (and principal "
+    "or group when telemetry.metrics_principal_label is set; empty otherwise).",
+    ("method", "connector", "target", "outcome", "principal"), namespace=NAMESPACE, registry=REGISTRY)
 REQUEST_DURATION = Histogram(
     "request_duration_seconds", "Time to serve one MCP request through the whole filter chain.",
     ("method", "connector", "target", "outcome"), namespace=NAMESPACE, registry=REGISTRY,
@@ -124,15 +141,27 @@ IN_FLIGHT = Gauge(
     "requests_in_flight", "MCP requests currently being served.", namespace=NAMESPACE,
     registry=REGISTRY)
 RATE_LIMITED = Counter(
-    "rate_limited", "Calls refused by a rate limit, by the rule scope that refused them.",
-    ("connector", "scope"), namespace=NAMESPACE, registry=REGISTRY)
+    "rate_limited", "Calls refused by a rate limit, by the rule scope that refused them, connector, tool "
+    "(empty for other methods, _unknown for names the catalog does not know) and principal (opt-in).",
+    ("connector", "scope", "tool", "principal"), namespace=NAMESPACE, registry=REGISTRY)
 DENIED = Counter(
-    "denied", "Calls refused by an access rule (authorization, after authentication).",
-    ("method", "connector"), namespace=NAMESPACE, registry=REGISTRY)
+    "denied", "Calls refused by an access rule (authorization, after authentication), by method, "
+    "connector, tool and principal (opt-in).",
+    ("method", "connector", "tool", "principal"), namespace=NAMESPACE, registry=REGISTRY)
 RATE_LIMIT_BACKEND_ERRORS = Counter(
     "rate_limit_backend_errors",
     "Rate-limit backend failures (Redis down...), by backend and the decision applied (allow | deny).",
     ("backend", "decision"), namespace=NAMESPACE, registry=REGISTRY)
+# Set on every breaker transition: 1 for the state the breaker is in, 0 for the others.
+RATE_LIMIT_BREAKER_STATE = Gauge(
+    "rate_limit_breaker_state",
+    "Circuit breaker in front of the shared rate-limit backend: 1 for its current state "
+    "(closed | open | half_open), 0 for the others.",
+    ("backend", "state"), namespace=NAMESPACE, registry=REGISTRY)
+RATE_LIMIT_BREAKER_TRIPS = Counter(
+    "rate_limit_breaker_trips",
+    "Times the rate-limit backend's circuit breaker opened (failures in a row, or a failed probe).",
+    ("backend",), namespace=NAMESPACE, registry=REGISTRY)
 AUTH_FAILURES = Counter(
     "auth_failures", "HTTP requests refused by authentication (reason: missing | invalid | expired).",
     ("reason",), namespace=NAMESPACE, registry=REGISTRY)
@@ -144,6 +173,20 @@ HTTP_REFUSED = Counter(
     "header_timeout | body_timeout | header_too_large | request_line_too_large | bad_request | "
     "max_sessions | max_sessions_per_principal).",
     ("limit",), namespace=NAMESPACE, registry=REGISTRY)
+
+# -- server→client requests (gateway.session, gateway.stateless) -------------------------------------
+SERVER_REQUEST_METHODS = frozenset({"sampling/createMessage", "elicitation/create", "roots/list"})
+SERVER_REQUESTS_REFUSED = Counter(
+    "server_requests_refused",
+    "Requests an upstream asked of the client (sampling, elicitation, roots) that the gateway refused, "
+    "by method and the cap that refused them (per_call | per_session).",
+    ("method", "cap"), namespace=NAMESPACE, registry=REGISTRY)
+
+
+def server_request_refused(method: str, cap: str, n: int = 1) -> None:
+    """Count ``n`` server→client requests refused by ``cap`` (``per_call`` | ``per_session``)."""
+    SERVER_REQUESTS_REFUSED.labels(method if method in SERVER_REQUEST_METHODS else OTHER, cap).inc(n)
+
 
 # -- backends (connectors, through tracing.backend_call) --------------------------------------------
 BACKEND_CALL_DURATION = Histogram(
@@ -195,7 +238,8 @@ def _exported_names() -> frozenset[str]:
     """Every series name a query may use: counters' _total/_created, histograms' _bucket/_sum/_count."""
     names = {SESSIONS_ACTIVE, CONNECTOR_UP, CATALOG_ITEMS}
     for metric in (REQUESTS, REQUEST_DURATION, IN_FLIGHT, RATE_LIMITED, DENIED, AUTH_FAILURES,
-                   RATE_LIMIT_BACKEND_ERRORS, HTTP_REFUSED,
+                   RATE_LIMIT_BACKEND_ERRORS, RATE_LIMIT_BREAKER_STATE, RATE_LIMIT_BREAKER_TRIPS,
+                   SERVER_REQUESTS_REFUSED, HTTP_REFUSED,
                    BACKEND_CALL_DURATION, CONNECTOR_RECONNECTS, CONFIG_RELOADS, CONFIG_LAST_RELOAD,
                    AUDIT_QUEUE_DEPTH, AUDIT_EVENTS_WRITTEN, AUDIT_EVENTS_SPILLED, AUDIT_EVENTS_DROPPED,
                    RESPONSE_CACHE,
@@ -236,6 +280,48 @@ def bounded(label: str, value: str) -> str:
 
 def method_label(method: str) -> str:
     return method if method in METHODS else OTHER
+
+
+class PrincipalLabels:
+    """The ``principal`` label value of a call: off (``""``, which PromQL treats as no label), the
+    principal's name, or its group (the first of its groups in sorted order; ``_none`` without one).
+
+    At most ``max_values`` distinct values per process ever get a series; later ones are
+    ``_other``, so a flood of distinct principals (one per API key, per JWT subject) adds one
+    series, not one per caller. The values seen are shared by every instance (a reload builds a
+    new one) because the series they created stay in the registry until the process exits.
+    """
+
+    __slots__ = ("mode", "max_values")
+    _seen: set[str] = set()
+    _lock = threading.Lock()
+
+    def __init__(self, mode: str = "none", max_values: int = 50) -> None:
+        if mode not in ("none", "principal", "group"):
+            raise ValueError(f"principal label mode must be none | principal | group, not {mode!r}")
+        self.mode = mode
+        self.max_values = max_values
+
+    @classmethod
+    def forget(cls) -> None:
+        """Forget the values seen (tests only: the series already exported stay)."""
+        with cls._lock:
+            cls._seen.clear()
+
+    def __call__(self, name: str, groups: frozenset[str] = frozenset()) -> str:
+        if self.mode == "none":
+            return ""
+        value = name if self.mode == "principal" else (min(groups) if groups else "_none")
+        seen = self._seen
+        if value in seen:
+            return value
+        with self._lock:
+            if value in seen:
+                return value
+            if len(seen) >= self.max_values:
+                return OTHER
+            seen.add(value)
+            return value
 
 
 # -- scrape-time state --------------------------------------------------------------------------------

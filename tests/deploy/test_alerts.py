@@ -120,6 +120,8 @@ def test_the_issue_alerts_exist():
         "MCPGatewayLatencyP99High": "mcp_gateway_request_duration_seconds_bucket",
         "MCPGatewayAuditSpillGrowing": "mcp_gateway_audit_events_spilled_total",
         "MCPGatewayRateLimitBackendErrors": "mcp_gateway_rate_limit_backend_errors_total",
+        "MCPGatewayRateLimitBreakerOpen": "mcp_gateway_rate_limit_breaker_state",
+        "MCPGatewayServerRequestFlood": "mcp_gateway_server_requests_refused_total",
     }
     for alert, metric in expected.items():
         assert metric in {s.name for s in selectors(by_name[alert]["expr"])}, alert

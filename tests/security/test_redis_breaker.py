@@ -24,6 +24,7 @@ from gateway.config import RateLimitConfig, RateLimitRule
 from gateway.context import CallContext, Principal
 from gateway.filters.ratelimit import RateLimitFilter
 from gateway.protocol.errors import BackendUnavailable, RateLimited
+from gateway.telemetry import metrics
 from tests.filters.mcp_http import McpHttp
 from tests.support import gateway_process
 
@@ -115,6 +116,16 @@ async def _timed_call(flt: RateLimitFilter) -> tuple[float, bool]:
     return time.perf_counter() - started, allowed
 
 
+def _breaker_states() -> dict[str, float | None]:
+    return {state: metrics.REGISTRY.get_sample_value("mcp_gateway_rate_limit_breaker_state",
+                                                     {"backend": "redis", "state": state})
+            for state in ("closed", "open", "half_open")}
+
+
+def _trips() -> float:
+    return metrics.REGISTRY.get_sample_value("mcp_gateway_rate_limit_breaker_trips_total", {"backend": "redis"}) or 0.0
+
+
 def _config(url: str, mode: str, rate: str = "1000/s", burst: int | None = None, prefix: str = "gw:sec") -> RateLimitConfig:
     return RateLimitConfig(backend=url, on_backend_error=mode, redis_prefix=prefix,  # type: ignore[arg-type]
                            redis_timeout_s=0.05, breaker_failures=3, breaker_cooldown_s=0.5,
@@ -124,8 +135,10 @@ def _config(url: str, mode: str, rate: str = "1000/s", burst: int | None = None,
 @pytest.mark.parametrize("mode", ["open", "closed"])
 async def test_a_silent_redis_costs_three_timeouts_then_nothing(mode: str) -> None:
     async with SilentRedis() as silent:
+        trips = _trips()
         flt = RateLimitFilter(_config(silent.url, mode))
         try:
+            assert _breaker_states() == {"closed": 1, "open": 0, "half_open": 0}
             calls = [await _timed_call(flt) for _ in range(50)]
             connections_when_open = silent.accepted
             # The first three each waited for Redis, bounded by the timeout (x2 for a whole decision),
@@ -136,12 +149,17 @@ async def test_a_silent_redis_costs_three_timeouts_then_nothing(mode: str) -> No
             assert all(allowed is (mode == "open") for _, allowed in calls)
             assert connections_when_open == 3 and flt.breaker is not None and flt.breaker.state == "open"
             assert flt.backend_errors == 50
+            # Operators see it: the state gauge and one trip (issue 15, metrics left from issue 14).
+            assert _breaker_states() == {"closed": 0, "open": 1, "half_open": 0}
+            assert _trips() - trips == 1
             # After the cool-down exactly one call probes (and waits); it fails, the breaker re-opens.
             await asyncio.sleep(0.55)
             probe, *rest = [await _timed_call(flt) for _ in range(10)]
             assert 0.04 <= probe[0] <= 0.3 and all(seconds < 0.02 for seconds, _ in rest)
             assert silent.accepted == connections_when_open + 1
             assert flt.breaker.state == "open"
+            assert _trips() - trips == 2  # the failed probe opened it again
+            assert _breaker_states()["open"] == 1
         finally:
             await flt.stop()
 
@@ -160,6 +178,7 @@ async def test_the_breaker_closes_when_redis_answers_again_and_redis_decides_aga
             decided = [await _timed_call(flt) for _ in range(3)]
             assert [allowed for _, allowed in decided] == [True, True, False]
             assert flt.breaker.state == "closed"
+            assert _breaker_states() == {"closed": 1, "open": 0, "half_open": 0}
         finally:
             await flt.stop()
 

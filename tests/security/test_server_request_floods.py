@@ -30,6 +30,7 @@ from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
 from connectors.registry import ConnectorKind
 from gateway.context import CallContext
 from gateway.protocol.revisions import MODERN_RATE_LIMITED
+from gateway.telemetry import metrics
 from tests.e2e.rawhttp import RawSession, initialize, sse_events
 from tests.support import running_gateway
 
@@ -44,6 +45,12 @@ _ANSWERS = {
 }
 _CAPS = {"sampling": {}, "elicitation": {"form": {}}, "roots": {}}
 _KIND_METHOD = {"sampling": "sampling/createMessage", "elicitation": "elicitation/create", "roots": "roots/list"}
+
+
+def _refused(method: str, cap: str) -> float:
+    """mcp_gateway_server_requests_refused_total{method, cap} in this process's registry."""
+    return metrics.REGISTRY.get_sample_value("mcp_gateway_server_requests_refused_total",
+                                             {"method": method, "cap": cap}) or 0.0
 
 
 def _config(limits: str = "") -> str:
@@ -141,6 +148,7 @@ def _report(response: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("kind", ["sampling", "elicitation", "roots"])
 async def test_a_flood_in_one_call_stops_at_the_per_call_cap(kind: str, flooder: None,
                                                              http: aiohttp.ClientSession) -> None:
+    refused_before = _refused(_KIND_METHOD[kind], "per_call")
     async with running_gateway(_config("{max_per_call: 20, max_per_session_per_s: 1000, burst: 1000}")) as gw:
         session = await initialize(http, gw.mcp_url, _CAPS)
         async with probing(healthz(http, gw.url)) as probe:
@@ -148,6 +156,8 @@ async def test_a_flood_in_one_call_stops_at_the_per_call_cap(kind: str, flooder:
         report = _report(response)
     assert len(seen) == 20 and {m["method"] for m in seen} == {_KIND_METHOD[kind]}
     assert report["answered"] == 20 and report["refused"] == 980 and report["codes"] == {"-32029": 980}, report
+    # Operators see the flood (issue 15: a metric for what the caps refuse).
+    assert _refused(_KIND_METHOD[kind], "per_call") - refused_before == 980
     assert "max_per_call" in report["message"] and report["data"]["scope"] == "server_requests", report
     assert report["other_errors"] == []
     assert probe.worst < 0.1, probe.worst
@@ -156,6 +166,7 @@ async def test_a_flood_in_one_call_stops_at_the_per_call_cap(kind: str, flooder:
 async def test_the_defaults_cap_a_flood(flooder: None, http: aiohttp.ClientSession) -> None:
     """No ``server_requests`` in the config: the session's burst (20) lets the first through, the
     rate (10/s) a few more; nowhere near the 247 of the finding."""
+    refused_before = _refused("sampling/createMessage", "per_session")
     async with running_gateway(_config()) as gw:
         session = await initialize(http, gw.mcp_url, _CAPS)
         started = time.monotonic()
@@ -165,6 +176,7 @@ async def test_the_defaults_cap_a_flood(flooder: None, http: aiohttp.ClientSessi
     assert 20 <= len(seen) <= min(50, 20 + 10 * elapsed + 1), (len(seen), elapsed)
     assert report["answered"] == len(seen) and report["refused"] == 1000 - len(seen), report
     assert "max_per_session_per_s" in report["message"], report
+    assert _refused("sampling/createMessage", "per_session") - refused_before == 1000 - len(seen)
 
 
 async def test_a_session_is_held_to_its_rate_across_calls(flooder: None, http: aiohttp.ClientSession) -> None:
@@ -236,8 +248,10 @@ async def test_a_flood_to_a_new_client_becomes_at_most_the_cap_in_input_requests
 
 async def test_input_requests_of_an_upstream_over_the_cap_are_not_passed_to_a_new_client(
         flooder: None, http: aiohttp.ClientSession) -> None:
+    refused_before = _refused("elicitation/create", "per_call")
     async with running_gateway(_config("{max_per_call: 20, max_per_session_per_s: 1000, burst: 1000}")) as gw:
         asked, response = await _modern_call(http, gw.mcp_url, "asker_ask", {"count": 1000})
+        assert _refused("elicitation/create", "per_call") - refused_before == 1000
         # -32029 at 2026-07-28 (whose -32020..-32099 holds only the specification's codes)
         assert asked == 0 and response["error"]["code"] == MODERN_RATE_LIMITED, response
         assert "none were passed on" in response["error"]["message"]

@@ -22,18 +22,27 @@ class Samples:
     def __init__(self, text: str) -> None:
         self.text = text
         self.values: dict[Key, float] = {}
+        self._series: dict[str, list[dict[str, str]]] = {}
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
-                self.values[(sample.name, frozenset(sample.labels.items()))] = sample.value
+                self.values[_key(sample.name, sample.labels)] = sample.value
+                self._series.setdefault(sample.name, []).append(dict(sample.labels))
 
     def value(self, name: str, **labels: str) -> float:
-        return self.values.get((name, frozenset(labels.items())), 0.0)
+        return self.values.get(_key(name, labels), 0.0)
 
     def delta(self, before: Samples, name: str, **labels: str) -> float:
         return self.value(name, **labels) - before.value(name, **labels)
 
     def series(self, name: str) -> list[dict[str, str]]:
-        return [dict(labels) for (n, labels) in self.values if n == name]
+        """Every series of ``name`` with all its labels as exported (empty values included)."""
+        return list(self._series.get(name, []))
+
+
+def _key(name: str, labels: dict[str, str]) -> Key:
+    # As in PromQL, a label with an empty value is the same as no label: `principal=""` (the
+    # opt-in principal label, off) matches a query that does not name it.
+    return name, frozenset((k, v) for k, v in labels.items() if v != "")
 
 
 async def scrape(http: aiohttp.ClientSession, url: str, **headers: Any) -> Samples:

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import promql_parser
 import yaml
 
 from gateway.telemetry.metrics import METRIC_NAMES
@@ -96,11 +97,83 @@ def test_dashboards_have_template_variables_and_unique_panel_ids():
     for path in DASHBOARDS:
         board = json.loads(path.read_text(encoding="utf-8"))
         variables = {v["name"] for v in board["templating"]["list"]}
-        assert {"datasource", "connector", "tool"} <= variables, path
+        assert {"datasource", "cluster", "namespace", "job", "connector", "tool"} <= variables, path
         ids = [p["id"] for p in board["panels"]]
         assert len(ids) == len(set(ids)), path
         uses = json.dumps(board["panels"])
         assert "$connector" in uses and "$tool" in uses, path
+
+
+def _selectors(expr: str) -> list[promql_parser.VectorSelector]:
+    """The vector selectors of a panel query, Grafana's variables replaced by sample values."""
+    found: list[promql_parser.VectorSelector] = []
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, promql_parser.VectorSelector):
+            found.append(node)
+        return True
+
+    promql_parser.walk(promql_parser.parse(grafana_to_promql(expr)), visit)
+    return found
+
+
+def grafana_to_promql(expr: str) -> str:
+    """A panel query as Prometheus would get it: range variables become durations, others a value."""
+    text = expr.replace("$__rate_interval", "5m").replace("$__range", "1h")
+    return re.sub(r"\$\{?(\w+)\}?", r"\1", text)
+
+
+def panel_queries(board: dict[str, Any]) -> list[tuple[str, str]]:
+    """(panel title, expr) of every panel target and annotation (not the variables' label_values)."""
+    out = [(p["title"], t["expr"]) for p in board["panels"] for t in p.get("targets", [])]
+    out += [(a["name"], a["expr"]) for a in board["annotations"]["list"]]
+    return out
+
+
+def test_every_query_is_scoped_by_cluster_namespace_and_job():
+    """One dashboard serves every gateway a Prometheus scrapes: each selector of each query (and of
+    each variable but cluster's) names the three scope variables."""
+    for path in DASHBOARDS:
+        board = json.loads(path.read_text(encoding="utf-8"))
+        checked = 0
+        for title, expr in panel_queries(board):
+            for sel in _selectors(expr):
+                scoped = {m.name: m.value for m in sel.matchers.matchers if m.op == promql_parser.MatchOp.Re}
+                assert scoped.get("cluster") == "cluster" and scoped.get("namespace") == "namespace" \
+                    and scoped.get("job") == "job", f"{path.name}: {title}: {expr}"
+                checked += 1
+        assert checked > 15, path
+        for var in board["templating"]["list"]:
+            if var["type"] == "query" and var["name"] not in ("cluster",):
+                assert 'namespace=~"$namespace"' in var["definition"] or var["name"] == "namespace", var
+
+
+def test_error_ratios_leave_policy_refusals_out_and_refusals_have_panels():
+    from tests.deploy.test_alerts import POLICY_REFUSALS, matched_outcomes
+
+    board = json.loads((ROOT / "dashboards" / "overview.json").read_text(encoding="utf-8"))
+    by_title = {p["title"]: p for p in board["panels"]}
+    ratios = [t for t in by_title if "error ratio" in t.lower()]
+    assert len(ratios) == 2, ratios
+    for title in ratios:
+        (target,) = by_title[title]["targets"]
+        sels = [s for s in _selectors(target["expr"]) if s.name == "mcp_gateway_requests_total"]
+        assert len(sels) == 2, title
+        for sel in sels:  # numerator (failures) and denominator (served): no refusal in either
+            assert not matched_outcomes(sel) & POLICY_REFUSALS, (title, str(sel))
+        assert matched_outcomes(sels[0]) == {"error", "timeout"}, title
+    refusals = by_title["Policy refusals / s"]["targets"][0]["expr"]
+    (sel,) = [s for s in _selectors(refusals) if s.name == "mcp_gateway_requests_total"]
+    assert matched_outcomes(sel) == POLICY_REFUSALS
+    # Who is being rate limited / denied, and the top principals.
+    for title, metric in (("Rate-limited calls by principal and tool (top 10)", "mcp_gateway_rate_limited_total"),
+                          ("Denied calls by principal and tool (top 10)", "mcp_gateway_denied_total"),
+                          ("Top principals by requests (top 10)", "mcp_gateway_requests_total")):
+        expr = by_title[title]["targets"][0]["expr"]
+        assert expr.startswith("topk(10, sum by (principal"), title
+        assert {s.name for s in _selectors(expr)} == {metric}, title
+    assert "mcp_gateway_server_requests_refused_total" in json.dumps(board)
+    assert "mcp_gateway_rate_limit_breaker_state" in json.dumps(board)
 
 
 def test_overview_covers_the_required_panels():
@@ -109,7 +182,7 @@ def test_overview_covers_the_required_panels():
     for needle in ("histogram_quantile(0.5", "histogram_quantile(0.95", "histogram_quantile(0.99",
                    "mcp_gateway_rate_limited_total", "mcp_gateway_sessions_active",
                    "mcp_gateway_connector_up", "mcp_gateway_audit_queue_depth",
-                   "mcp_gateway_audit_events_dropped_total", 'outcome!=\\"ok\\"'):
+                   "mcp_gateway_audit_events_dropped_total", 'outcome!~\\"denied|rate_limited\\"'):
         assert needle in text, needle
 
 

@@ -83,8 +83,13 @@ async def test_metrics_after_real_traffic(tmp_path):
         assert after.delta(before, "mcp_gateway_request_duration_seconds_bucket", method="tools/call",
                            connector="api", target="api_getItem", outcome="ok", le="10.0") == 3
 
-        assert after.delta(before, "mcp_gateway_rate_limited_total", connector="api", scope="tool") == 1
-        assert after.delta(before, "mcp_gateway_denied_total", method="tools/call", connector="api") == 1
+        # Refusals name the tool they refused (issue 15: "who is being rate limited, on what").
+        assert after.delta(before, "mcp_gateway_rate_limited_total", connector="api", scope="tool",
+                           tool="api_fail") == 1
+        assert after.delta(before, "mcp_gateway_denied_total", method="tools/call", connector="api",
+                           tool="api_slow") == 1
+        # Off by default: no principal label has a value.
+        assert all(not s.get("principal") for s in after.series("mcp_gateway_requests_total"))
         assert after.value("mcp_gateway_requests_in_flight") == 0
         # Scrape-time state of the live gateway.
         assert after.value("mcp_gateway_sessions_active", transport="streamable_http") == 1
@@ -198,6 +203,9 @@ def test_connector_reconnects_count_down_to_up_transitions():
     assert after - before == 2
 
 
+PRINCIPAL_COUNTERS = {"mcp_gateway_requests_total", "mcp_gateway_rate_limited_total", "mcp_gateway_denied_total"}
+
+
 def test_every_metric_is_namespaced_and_documented():
     for family in metrics.REGISTRY.collect():
         if family.name.startswith(("process_", "python_")):
@@ -206,4 +214,7 @@ def test_every_metric_is_namespaced_and_documented():
         assert family.documentation, family.name
         assert family.name in metrics.METRIC_NAMES or family.name + "_total" in metrics.METRIC_NAMES
         for sample in family.samples:
-            assert not {"session", "session_id", "principal", "arguments"} & set(sample.labels), sample
+            assert not {"session", "session_id", "arguments"} & set(sample.labels), sample
+            # The opt-in, capped principal label exists on the call and refusal counters only.
+            if "principal" in sample.labels:
+                assert sample.name in PRINCIPAL_COUNTERS, sample
