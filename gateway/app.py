@@ -52,6 +52,8 @@ from gateway.protocol.errors import ConfigError, ProtocolError
 from gateway.protocol.request_state import RequestStateCodec
 from gateway.protocol.versions import MODERN_VERSIONS
 from gateway.session import Send, Session
+from gateway.state import StateStore, make_store
+from gateway.state.records import restore, session_record
 from gateway.subscriptions import Subscriptions
 from gateway.telemetry import metrics, tracing
 from gateway.telemetry.http import start_metrics_server
@@ -144,6 +146,8 @@ class Gateway:
         self.connectors: dict[str, Connector] = {}
         self.failed: dict[str, str] = {}
         self.sessions: dict[str, Session] = {}
+        # What replicas share (state.store): memory (nothing) or Redis; the HTTP app starts its routing.
+        self.state: StateStore = make_store(config.state)
         self.filters: list[Filter] = []
         self.dispatcher = self._dispatcher([])
         # Anonymous until start(): the configured keys load with the filter chain.
@@ -373,6 +377,7 @@ class Gateway:
         self.parked.close()
         for session in list(self.sessions.values()):
             await session.close()
+        await self.state.close()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*list(self._background), return_exceptions=True)  # retired connectors stop
@@ -394,7 +399,22 @@ class Gateway:
 
     def open_session(self, transport: str, send: Send, principal: Principal) -> Session:
         """A new session served by this gateway; :meth:`add_session` registers it once established."""
-        return Session(self, transport, send, principal)
+        session = Session(self, transport, send, principal)
+        if self.state.shared:  # a client's answer landing on another replica is routed back here
+            session.request_prefix = f"gw.{self.state.replica}."
+        return session
+
+    def session_record(self, session: Session) -> dict[str, Any]:
+        """What the shared store keeps of a session (:mod:`gateway.state.records`)."""
+        return session_record(session, self.subscriptions.of(session))
+
+    def adopt_session(self, transport: str, send: Send, session_id: str, record: dict[str, Any],
+                      principal: Principal) -> Session:
+        """A session another replica started, rebuilt here from its shared record and registered."""
+        session = self.open_session(transport, send, principal)
+        restore(session, session_id, record)
+        self.add_session(session)
+        return session
 
     def add_session(self, session: Session) -> None:
         """Register a session: broadcasts, metrics and shutdown reach it from now on."""

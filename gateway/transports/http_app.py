@@ -46,6 +46,7 @@ from .host import SessionFactory
 from .http_server import probe_only, skip_lingering
 from .modern_http import ModernHost, ModernHTTP
 from .quota import SessionQuota
+from .replicas import SharedSessions
 from .sse import LegacySSE
 from .streamable_http import StreamableHTTP, rpc_error
 
@@ -209,7 +210,10 @@ def build_app(host: HttpHost) -> web.Application:
     app = web.Application(client_max_size=http.max_body_bytes)
     app[HOST_KEY] = host
     quota = SessionQuota(lambda: host.config.gateway.http)
-    streamable = StreamableHTTP(host, http, ModernHTTP(host, http), quota)
+    # Replicas sharing sessions through state.store; records live as long as an idle session would.
+    shared = SharedSessions(host.state, host.session_record, lambda: host.config.gateway.session_idle_timeout_s) \
+        if host.state.shared else None
+    streamable = StreamableHTTP(host, http, ModernHTTP(host, http), quota, shared)
     legacy = LegacySSE(host, http, quota=quota)
     app[HTTP_KEY] = streamable
     app[SSE_KEY] = legacy
@@ -262,6 +266,8 @@ def build_app(host: HttpHost) -> web.Application:
                 streamable.expire_idle(time.monotonic(), idle)
 
         task = asyncio.create_task(loop())
+        # Messages other replicas route here (a no-op with the memory store).
+        await host.state.start(streamable.deliver)
         yield
         task.cancel()
 

@@ -1,0 +1,45 @@
+"""The contract of a state store (see :mod:`gateway.state`) and the replica id."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from typing import Any, Protocol
+
+__all__ = ["StateStore", "Deliver", "new_replica_id"]
+
+# A routed message arriving at this replica (already decoded; sent by another replica).
+Deliver = Callable[[dict[str, Any]], None]
+
+
+def new_replica_id() -> str:
+    """A short random id for this process (no dots or dashes: it is embedded in request ids)."""
+    return secrets.token_hex(5)
+
+
+class StateStore(Protocol):
+    """Session records and routing between replicas."""
+
+    replica: str
+    shared: bool  # False: one process, the transports keep everything local
+
+    async def start(self, deliver: Deliver) -> None:
+        """Start receiving messages routed to this replica (or to all)."""
+
+    async def close(self) -> None: ...
+
+    async def ping(self) -> None:
+        """Raises when the store cannot be reached (readiness)."""
+
+    async def save_session(self, session_id: str, record: dict[str, Any], ttl_s: float) -> None: ...
+
+    async def load_session(self, session_id: str) -> dict[str, Any] | None: ...
+
+    async def touch_session(self, session_id: str, ttl_s: float) -> None:
+        """Extend a record's TTL (a session in use does not expire)."""
+
+    async def drop_session(self, session_id: str) -> None: ...
+
+    async def route(self, replica: str | None, message: dict[str, Any]) -> int:
+        """Send ``message`` to one replica (None: to every other one); returns how many replicas
+        received it (0: the one named is gone)."""

@@ -1,0 +1,87 @@
+"""Replicas behind a real HAProxy with ``balance roundrobin`` and no stickiness, sharing Redis.
+
+:func:`roundrobin_proxy` starts ``haproxy`` (installed by the Makefile's debian peers) in front of
+the given upstreams: every HTTP request is balanced on its own (no ``prefer-last-server``, no stick
+table), so consecutive requests of one session land on different replicas. :func:`replicas` runs
+``n`` in-process gateways whose ``state.store`` is the test Redis under a prefix of their own (tests
+running side by side never share sessions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import textwrap
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+from tests.support import RunningGateway, free_port, running_gateway
+
+__all__ = ["roundrobin_proxy", "replicas", "shared_state", "HAPROXY"]
+
+HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
+
+
+def shared_state(prefix: str | None = None) -> str:
+    """The ``state:`` section of replicas sharing the test Redis under a fresh prefix."""
+    prefix = prefix or f"gw:test:{secrets.token_hex(4)}"
+    url = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")  # as tests/conftest.py's redis_url
+    return f"state: {{store: '{url}', redis_prefix: '{prefix}'}}\n"
+
+
+def _config(port: int, upstreams: list[str]) -> str:
+    servers = "\n".join(f"    server g{i} {u.removeprefix('http://')}" for i, u in enumerate(upstreams))
+    return textwrap.dedent(f"""\
+        global
+            maxconn 2000
+        defaults
+            mode http
+            timeout connect 2s
+            timeout client 120s
+            timeout server 120s
+        frontend mcp
+            bind 127.0.0.1:{port}
+            default_backend gateways
+        backend gateways
+            balance roundrobin
+        """) + servers + "\n"
+
+
+@asynccontextmanager
+async def roundrobin_proxy(upstreams: list[str]) -> AsyncIterator[str]:
+    """``http://127.0.0.1:<port>`` of a HAProxy balancing every request round robin over ``upstreams``."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = Path(tmp) / "haproxy.cfg"
+        cfg.write_text(_config(port, upstreams))
+        proc = await asyncio.create_subprocess_exec(HAPROXY, "-db", "-f", str(cfg), stdout=subprocess.DEVNULL,
+                                                    stderr=subprocess.PIPE)
+        try:
+            async with asyncio.timeout(10):
+                while True:
+                    if proc.returncode is not None:
+                        err = await proc.stderr.read() if proc.stderr else b""
+                        raise RuntimeError(f"haproxy exited with {proc.returncode}: {err.decode()[-2000:]}")
+                    try:
+                        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                            break
+                    except OSError:
+                        await asyncio.sleep(0.05)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            if proc.returncode is None:
+                proc.terminate()
+                await proc.wait()
+
+
+@asynccontextmanager
+async def replicas(config_text: str, n: int = 3) -> AsyncIterator[list[RunningGateway]]:
+    """``n`` in-process gateways of ``config_text`` (which carries its ``state:`` section)."""
+    async with AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(running_gateway(config_text)) for _ in range(n)]
