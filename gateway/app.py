@@ -46,14 +46,17 @@ from gateway.filters.telemetry import TelemetryFilter
 from gateway.filters.timeout import TimeoutFilter
 from gateway.listeners import Listeners
 from gateway.mrtr import ParkedCalls
+from gateway.mrtr_remote import ParkedElsewhere
 from gateway.policy import AccessPolicy
 from gateway.protocol.cursors import CursorCodec
-from gateway.protocol.errors import ConfigError, ProtocolError
+from gateway.protocol.errors import ConfigError, InvalidParams, ProtocolError
 from gateway.protocol.request_state import RequestStateCodec
 from gateway.protocol.versions import MODERN_VERSIONS
 from gateway.session import Send, Session
 from gateway.state import StateStore, make_store
+from gateway.state.bus import Bus
 from gateway.state.records import restore, session_record
+from gateway.stateless import StatelessSession
 from gateway.subscriptions import Subscriptions
 from gateway.telemetry import metrics, tracing
 from gateway.telemetry.http import start_metrics_server
@@ -148,6 +151,8 @@ class Gateway:
         self.sessions: dict[str, Session] = {}
         # What replicas share (state.store): memory (nothing) or Redis; the HTTP app starts its routing.
         self.state: StateStore = make_store(config.state)
+        self.bus = Bus(self.state)  # routed messages by kind (the HTTP app starts the store with it)
+        self._parked_elsewhere = ParkedElsewhere(self.bus, self) if self.state.shared else None
         self.filters: list[Filter] = []
         self.dispatcher = self._dispatcher([])
         # Anonymous until start(): the configured keys load with the filter chain.
@@ -496,6 +501,17 @@ class Gateway:
             self.broadcast(method)
 
     # -- 2026-07-28: what a modern request needs (StatelessHost, ModernHost) ----------------------
+    @property
+    def replica(self) -> str | None:
+        return self.state.replica if self.state.shared else None
+
+    async def resume_elsewhere(self, replica: str, message: dict[str, Any], session: StatelessSession
+                               ) -> dict[str, Any]:
+        if self._parked_elsewhere is None:
+            raise InvalidParams("requestState: the call it continues is held by another replica, and this one "
+                                "shares no state with it (state.store); send the request again without it")
+        return await self._parked_elsewhere.resume(replica, message, session)
+
     def knows(self, method: str) -> bool:
         return method in MODERN_CATALOG_METHODS or method in self._modern_methods()
 

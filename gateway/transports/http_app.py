@@ -38,6 +38,7 @@ from gateway.config import GatewayConfig, HttpConfig
 from gateway.context import Principal
 from gateway.protocol import jsonrpc
 from gateway.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST
+from gateway.state.bus import Bus
 from gateway.telemetry import metrics
 from gateway.telemetry.http import add_routes as add_metrics_routes
 from gateway.telemetry.http import metrics_handler, readiness
@@ -63,6 +64,10 @@ class HttpHost(SessionFactory, ModernHost, Protocol):
     @property
     def authenticator(self) -> Authenticator:
         """The current authenticator (a reload replaces it)."""
+
+    @property
+    def bus(self) -> Bus:
+        """Messages routed between replicas, by kind (started here; idle with the memory store)."""
 
     def health(self) -> dict[str, Any]:
         """Readiness detail: ``{"ready": bool, "connectors": {name: {"up": bool, ...}}, ...}``."""
@@ -267,7 +272,9 @@ def build_app(host: HttpHost) -> web.Application:
 
         task = asyncio.create_task(loop())
         # Messages other replicas route here (a no-op with the memory store).
-        await host.state.start(streamable.deliver)
+        for kind in ("response", "cancel", "notify", "refresh", "closed"):
+            host.bus.on(kind, streamable.deliver)
+        await host.state.start(host.bus.deliver)
         yield
         task.cancel()
 

@@ -10,6 +10,7 @@ running side by side never share sessions).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import shutil
@@ -23,16 +24,20 @@ from pathlib import Path
 
 from tests.support import RunningGateway, free_port, running_gateway
 
-__all__ = ["roundrobin_proxy", "replicas", "shared_state", "HAPROXY"]
+__all__ = ["roundrobin_proxy", "replicas", "shared_state", "state_section", "HAPROXY"]
 
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 
 
-def shared_state(prefix: str | None = None) -> str:
+def state_section(prefix: str | None = None) -> dict[str, str]:
     """The ``state:`` section of replicas sharing the test Redis under a fresh prefix."""
-    prefix = prefix or f"gw:test:{secrets.token_hex(4)}"
     url = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")  # as tests/conftest.py's redis_url
-    return f"state: {{store: '{url}', redis_prefix: '{prefix}'}}\n"
+    return {"store": url, "redis_prefix": prefix or f"gw:test:{secrets.token_hex(4)}"}
+
+
+def shared_state(prefix: str | None = None) -> str:
+    """:func:`state_section` as YAML, to append to a config's text."""
+    return "state: " + json.dumps(state_section(prefix)) + "\n"
 
 
 def _config(port: int, upstreams: list[str]) -> str:
