@@ -41,7 +41,10 @@ def shared_state(prefix: str | None = None) -> str:
 
 
 def _config(port: int, upstreams: list[str]) -> str:
-    servers = "\n".join(f"    server g{i} {u.removeprefix('http://')}" for i, u in enumerate(upstreams))
+    # Health checks and redispatch as a Kubernetes Service would have them (readiness, endpoints
+    # removed): a connection refused by a dead replica is retried on another one.
+    servers = "\n".join(f"    server g{i} {u.removeprefix('http://')} check inter 500ms fall 2 rise 1"
+                        for i, u in enumerate(upstreams))
     return textwrap.dedent(f"""\
         global
             maxconn 2000
@@ -50,11 +53,14 @@ def _config(port: int, upstreams: list[str]) -> str:
             timeout connect 2s
             timeout client 120s
             timeout server 120s
+            retries 3
+            option redispatch 1
         frontend mcp
             bind 127.0.0.1:{port}
             default_backend gateways
         backend gateways
             balance roundrobin
+            option httpchk GET /healthz
         """) + servers + "\n"
 
 
