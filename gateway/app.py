@@ -549,6 +549,8 @@ class Gateway:
                 connectors[cfg.name] = {"up": h.up, "detail": h.detail} if h.detail else {"up": h.up}
         out: dict[str, Any] = {"ready": self.ready and not self.draining, "draining": self.draining,
                                "sessions": len(self.sessions), "connectors": connectors}
+        if self.state.shared:  # which replica answers, and how much it asked of the shared store
+            out["state"] = {"replica": self.state.replica, "store_ops": self.state.ops}
         for flt in self.filters:
             if isinstance(flt, RateLimitFilter) and flt.limits:
                 out["rate_limit"] = flt.health()

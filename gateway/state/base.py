@@ -22,6 +22,7 @@ class StateStore(Protocol):
 
     replica: str
     shared: bool  # False: one process, the transports keep everything local
+    ops: int  # store commands sent so far (readiness detail; bench/scale.py reports them per call)
 
     async def start(self, deliver: Deliver) -> None:
         """Start receiving messages routed to this replica (or to all)."""

@@ -17,6 +17,7 @@ __all__ = ["MemoryStore"]
 
 class MemoryStore:
     shared = False
+    ops = 0
 
     def __init__(self, replica: str) -> None:
         self.replica = replica
