@@ -41,6 +41,18 @@ class StateStore(Protocol):
 
     async def drop_session(self, session_id: str) -> None: ...
 
+    async def append_event(self, key: str, seq: int, fields: dict[str, str], max_len: int, ttl_s: float) -> None:
+        """Append event ``seq`` of a resumable stream to its bounded, expiring log."""
+
+    async def read_events(self, key: str, after: int, block_s: float = 0.0) -> list[tuple[int, dict[str, str]]]:
+        """The logged events after ``after``, waiting up to ``block_s`` for one when there is none."""
+
+    async def last_event(self, key: str) -> tuple[int, dict[str, str]] | None:
+        """The newest logged event of a stream; None when nothing of it is kept."""
+
+    async def replica_alive(self, replica: str) -> bool:
+        """Whether a replica still listens for routed messages."""
+
     async def route(self, replica: str | None, message: dict[str, Any]) -> int:
         """Send ``message`` to one replica (None: to every other one); returns how many replicas
         received it (0: the one named is gone)."""

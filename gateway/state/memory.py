@@ -52,5 +52,18 @@ class MemoryStore:
     async def drop_session(self, session_id: str) -> None:
         self._records.pop(session_id, None)
 
+    # A single process resumes its streams from memory (post_stream.py): no event log here.
+    async def append_event(self, key: str, seq: int, fields: dict[str, str], max_len: int, ttl_s: float) -> None:
+        return None
+
+    async def read_events(self, key: str, after: int, block_s: float = 0.0) -> list[tuple[int, dict[str, str]]]:
+        return []
+
+    async def last_event(self, key: str) -> tuple[int, dict[str, str]] | None:
+        return None
+
+    async def replica_alive(self, replica: str) -> bool:
+        return replica == self.replica
+
     async def route(self, replica: str | None, message: dict[str, Any]) -> int:
         return 0  # there is no other replica

@@ -92,7 +92,9 @@ class _Channel:
         self._stream_ids = itertools.count(1)
 
     def new_stream_id(self) -> str:
-        return str(next(self._stream_ids))
+        # With replicas, a stream id names its replica, so a resumption elsewhere knows whose it is.
+        n = next(self._stream_ids)
+        return f"{self.shared.replica}.{n}" if self.shared is not None else str(n)
 
     def forget(self, post: PostStream) -> None:
         self.streams.pop(post.id, None)
@@ -189,7 +191,9 @@ class StreamableHTTP:
                              message: dict[str, Any], traceparent: str | None) -> web.StreamResponse:
         rid = message["id"]
         can_stream = not channel.json_only and "text/event-stream" in request.headers.get("Accept", "")
-        post = PostStream(request, channel.new_stream_id(), can_stream, session.protocol_version, channel.forget)
+        stream_id = channel.new_stream_id()
+        journal = self.shared.journal(session.id, stream_id, rid) if self.shared is not None and can_stream else None
+        post = PostStream(request, stream_id, can_stream, session.protocol_version, channel.forget, journal=journal)
         channel.posts[rid] = post
         channel.streams[post.id] = post
         # A timer, not a task: most requests end long before it fires, and cost no task this way.
@@ -310,6 +314,9 @@ class StreamableHTTP:
         if last_event_id is not None:  # resuming a request's stream (only those carry event ids)
             parsed = parse_event_id(last_event_id)
             post = channel.streams.get(parsed[0]) if parsed is not None else None
+            if parsed is not None and post is None and self.shared is not None \
+                    and not parsed[0].startswith(self.shared.replica + "."):
+                return await self._resume_elsewhere(request, channel.session, parsed[0], parsed[1], keepalive_s)
             if parsed is None or post is None:
                 return rpc_error(400, INVALID_REQUEST, f"Bad Request: nothing to resume after Last-Event-ID "
                                  f"{last_event_id!r} (unknown, or its request has ended)")
@@ -323,6 +330,30 @@ class StreamableHTTP:
         finally:
             if channel.get_stream is sse:
                 channel.get_stream = None
+        return sse.response
+
+    async def _resume_elsewhere(self, request: web.Request, session: Session, stream: str, after: int,
+                                keepalive_s: float) -> web.StreamResponse:
+        """Resume a stream another replica started, from the shared event log (:mod:`.replicas`)."""
+        assert self.shared is not None
+        try:
+            rid = await self.shared.request_of(session.id, stream)
+        except Exception as exc:
+            log.warning("session %s: the state store failed: %r", session.id, exc)
+            return rpc_error(503, INTERNAL_ERROR, "Service Unavailable: the session store cannot be reached",
+                             {"Retry-After": "1"})
+        if rid is False:
+            return rpc_error(400, INVALID_REQUEST, f"Bad Request: nothing to resume after Last-Event-ID "
+                             f"{stream}:{after} (unknown, or its request has ended)")
+        sse = await open_sse(request)
+        try:
+            await self.shared.follow(session.id, stream, after, rid if not isinstance(rid, bool) else None,
+                                     sse.send_raw, keepalive_s)
+        except ConnectionResetError:
+            return sse.response
+        except Exception as exc:  # the store failed mid-way: end the stream, the client may resume again
+            log.warning("session %s: resuming stream %s failed: %r", session.id, stream, exc)
+        await sse.close()
         return sse.response
 
     # -- DELETE -------------------------------------------------------------------------------

@@ -21,10 +21,13 @@ import textwrap
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
+
+import aiohttp
 
 from tests.support import RunningGateway, free_port, running_gateway
 
-__all__ = ["roundrobin_proxy", "replicas", "shared_state", "state_section", "HAPROXY"]
+__all__ = ["roundrobin_proxy", "replicas", "shared_state", "state_section", "sse_events", "HAPROXY"]
 
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 
@@ -96,3 +99,18 @@ async def replicas(config_text: str, n: int = 3) -> AsyncIterator[list[RunningGa
     """``n`` in-process gateways of ``config_text`` (which carries its ``state:`` section)."""
     async with AsyncExitStack() as stack:
         yield [await stack.enter_async_context(running_gateway(config_text)) for _ in range(n)]
+
+
+async def sse_events(resp: aiohttp.ClientResponse) -> AsyncIterator[tuple[str | None, dict[str, Any] | None]]:
+    """(event id, message) per SSE event (message None for the priming event)."""
+    event_id: str | None = None
+    data: str | None = None
+    async for raw in resp.content:
+        line = raw.decode().rstrip("\r\n")
+        if line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:"):
+            data = line[5:].strip()
+        elif not line and (event_id is not None or data is not None):
+            yield event_id, json.loads(data) if data else None
+            event_id = data = None

@@ -16,7 +16,7 @@ from mcp.client import ClientRequestContext
 
 from tests.conformance.test_conformance import reference
 from tests.e2e.clients import sdk_client
-from tests.scale.harness import roundrobin_proxy, state_section
+from tests.scale.harness import roundrobin_proxy, sse_events, state_section
 from tests.support import gateway_process
 
 
@@ -67,9 +67,12 @@ async def test_a_session_survives_the_sigkill_of_a_replica(pg_url: str) -> None:
                    "params": {"name": "test_sampling", "arguments": {"prompt": "never answered"}}}
         async with http.post(victim.mcp_url, json=pending, headers={**headers, "Mcp-Session-Id": sid}) as resp:
             assert resp.status == 200 and resp.content_type == "text/event-stream"
-            first = await resp.content.readline()
-            while first.strip() in (b"", b"data:") or first.startswith(b"id:"):
-                first = await resp.content.readline()
+            last_id = None
+            async for event_id, message in sse_events(resp):
+                if message is not None and message.get("method") == "sampling/createMessage":
+                    last_id = event_id
+                    break
+            assert last_id is not None
             victim.proc.kill()
             await victim.proc.wait()
             with pytest.raises((aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError,  # noqa: PT012
@@ -78,6 +81,11 @@ async def test_a_session_survives_the_sigkill_of_a_replica(pg_url: str) -> None:
                     while await resp.content.readline():
                         pass
                     raise aiohttp.ServerDisconnectedError()
+        # Its stream resumes on another replica (through the proxy) and ends with a clear error.
+        async with http.get(url + "/mcp", headers={**headers, "Mcp-Session-Id": sid, "Last-Event-ID": last_id}) as resp:
+            assert resp.status == 200
+            resumed = [m async for _, m in sse_events(resp) if m is not None]
+        assert resumed[-1]["id"] == "inflight" and "stopped before answering" in resumed[-1]["error"]["message"]
 
         # The session goes on: every further call lands on a live replica, sampling answers included.
         for i in range(6, 15):
