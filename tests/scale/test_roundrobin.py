@@ -155,3 +155,28 @@ async def test_delete_ends_the_session_everywhere_and_the_binding_holds() -> Non
         for _ in range(3):
             async with http.post(url + "/mcp", json=call, headers={**headers, "Mcp-Session-Id": sid}) as resp:
                 assert resp.status == 404
+
+
+async def test_the_principal_binding_holds_on_every_replica() -> None:
+    config = CONFIG + shared_state() + """
+auth:
+  api_keys:
+    - {name: alice, key: alice-key}
+    - {name: mallory, key: mallory-key}
+"""
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    async with replicas(config) as gws, aiohttp.ClientSession() as http:
+        async with http.post(gws[0].mcp_url, json=init, headers={**base, "Authorization": "Bearer alice-key"}) as resp:
+            sid = resp.headers["Mcp-Session-Id"]
+        # Another principal is refused by a replica that never saw the session (it loads the record) ...
+        for gw in gws[1:]:
+            async with http.post(gw.mcp_url, json=call, headers={
+                    **base, "Authorization": "Bearer mallory-key", "Mcp-Session-Id": sid}) as resp:
+                assert resp.status == 403
+        # ... and its owner is served there.
+        async with http.post(gws[2].mcp_url, json=call, headers={
+                **base, "Authorization": "Bearer alice-key", "Mcp-Session-Id": sid}) as resp:
+            assert resp.status == 200 and "tools" in (await resp.json())["result"]
