@@ -47,12 +47,17 @@ from gateway.filters.telemetry import TelemetryFilter
 from gateway.filters.timeout import TimeoutFilter
 from gateway.listeners import Listeners
 from gateway.mrtr import ParkedCalls
+from gateway.mrtr_remote import ParkedElsewhere
 from gateway.policy import AccessPolicy
 from gateway.protocol.cursors import CursorCodec
-from gateway.protocol.errors import ConfigError, GatewayError, ProtocolError
+from gateway.protocol.errors import ConfigError, GatewayError, InvalidParams, ProtocolError
 from gateway.protocol.request_state import RequestStateCodec
 from gateway.protocol.versions import MODERN_VERSIONS
 from gateway.session import Send, Session
+from gateway.state import StateStore, make_store
+from gateway.state.bus import Bus
+from gateway.state.records import restore, session_record
+from gateway.stateless import StatelessSession
 from gateway.subscriptions import Subscriptions
 from gateway.tasks import TASK_METHODS, TASKS_EXTENSION, TaskHandles, TaskRouter
 from gateway.telemetry import metrics, tracing
@@ -162,6 +167,10 @@ class Gateway:
         self.connectors: dict[str, Connector] = {}
         self.failed: dict[str, str] = {}
         self.sessions: dict[str, Session] = {}
+        # What replicas share (state.store): memory (nothing) or Redis; the HTTP app starts its routing.
+        self.state: StateStore = make_store(config.state)
+        self.bus = Bus(self.state)  # routed messages by kind (the HTTP app starts the store with it)
+        self._parked_elsewhere = ParkedElsewhere(self.bus, self) if self.state.shared else None
         self.filters: list[Filter] = []
         self.dispatcher = self._dispatcher([])
         # Anonymous until start(): the configured keys load with the filter chain.
@@ -391,6 +400,7 @@ class Gateway:
         self.parked.close()
         for session in list(self.sessions.values()):
             await session.close()
+        await self.state.close()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*list(self._background), return_exceptions=True)  # retired connectors stop
@@ -412,7 +422,22 @@ class Gateway:
 
     def open_session(self, transport: str, send: Send, principal: Principal) -> Session:
         """A new session served by this gateway; :meth:`add_session` registers it once established."""
-        return Session(self, transport, send, principal)
+        session = Session(self, transport, send, principal)
+        if self.state.shared:  # a client's answer landing on another replica is routed back here
+            session.request_prefix = f"gw.{self.state.replica}."
+        return session
+
+    def session_record(self, session: Session) -> dict[str, Any]:
+        """What the shared store keeps of a session (:mod:`gateway.state.records`)."""
+        return session_record(session, self.subscriptions.of(session))
+
+    def adopt_session(self, transport: str, send: Send, session_id: str, record: dict[str, Any],
+                      principal: Principal) -> Session:
+        """A session another replica started, rebuilt here from its shared record and registered."""
+        session = self.open_session(transport, send, principal)
+        restore(session, session_id, record)
+        self.add_session(session)
+        return session
 
     def add_session(self, session: Session) -> None:
         """Register a session: broadcasts, metrics and shutdown reach it from now on."""
@@ -494,6 +519,17 @@ class Gateway:
             self.broadcast(method)
 
     # -- 2026-07-28: what a modern request needs (StatelessHost, ModernHost) ----------------------
+    @property
+    def replica(self) -> str | None:
+        return self.state.replica if self.state.shared else None
+
+    async def resume_elsewhere(self, replica: str, message: dict[str, Any], session: StatelessSession
+                               ) -> dict[str, Any]:
+        if self._parked_elsewhere is None:
+            raise InvalidParams("requestState: the call it continues is held by another replica, and this one "
+                                "shares no state with it (state.store); send the request again without it")
+        return await self._parked_elsewhere.resume(replica, message, session)
+
     def knows(self, method: str) -> bool:
         return method in MODERN_CATALOG_METHODS or method in self._modern_methods()
 
@@ -535,6 +571,8 @@ class Gateway:
                 connectors[cfg.name] = {"up": h.up, "detail": h.detail} if h.detail else {"up": h.up}
         out: dict[str, Any] = {"ready": self.ready and not self.draining, "draining": self.draining,
                                "sessions": len(self.sessions), "connectors": connectors}
+        if self.state.shared:  # which replica answers, and how much it asked of the shared store
+            out["state"] = {"replica": self.state.replica, "store_ops": self.state.ops}
         for flt in self.filters:
             if isinstance(flt, RateLimitFilter) and flt.limits:
                 out["rate_limit"] = flt.health()

@@ -1,6 +1,7 @@
 """Command line: the only module that parses argv.
 
     mcp-gateway serve --config F [--host H] [--port P]   HTTP transports (Streamable HTTP, SSE)
+                      [--workers N]                       N processes on one port (needs state.store: redis)
     mcp-gateway stdio --config F                          one session on stdin/stdout
     mcp-gateway validate F [--deep]                       exit 0, or the precise errors and exit 2;
                                                           --deep also starts every connector and
@@ -91,7 +92,7 @@ async def _serve(args: argparse.Namespace) -> int:
     access_log = logging.getLogger("aiohttp.access") if config.gateway.log_level == "debug" else None
     # Connection limits and header/keep-alive timeouts from gateway.http, read per connection.
     runner = await start_server(app, lambda: gateway.config.gateway.http, host, port, access_log=access_log,
-                                shutdown_timeout=config.gateway.shutdown_grace_s)
+                                shutdown_timeout=config.gateway.shutdown_grace_s, reuse_port=args.reuse_port)
     bound = runner.addresses[0][1] if runner.addresses else port
     log.info("serving MCP on http://%s:%s/mcp (Streamable HTTP) and /sse (legacy SSE)", host, bound)
     print(f"mcp-gateway listening on http://{host}:{bound}/mcp", file=sys.stderr, flush=True)
@@ -210,6 +211,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", required=True)
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
+    serve.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="N serving processes on one port (SO_REUSEPORT); N > 1 needs a shared state.store")
+    serve.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # set for each worker
     serve.add_argument("--reload-poll", type=float, metavar="SECONDS",
                        default=float(os.environ.get("MCP_GATEWAY_RELOAD_POLL_S", "2")),
                        help="check the config file for changes this often and hot-reload it (0: off)")
@@ -252,6 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "validate":
         return _validate(args)
+    if args.command == "serve" and args.workers != 1:
+        from gateway.workers import serve_workers
+
+        return serve_workers(args, argv)
     runner = {"serve": _serve, "stdio": _stdio, "list": _list}[args.command]
     with contextlib.suppress(KeyboardInterrupt):
         try:

@@ -43,6 +43,7 @@ __all__ = [
     "AccessRule",
     "RateLimitRule",
     "RateLimitConfig",
+    "StateConfig",
     "AuditConfig",
     "TelemetryConfig",
     "EgressConfig",
@@ -298,6 +299,30 @@ class TelemetryConfig(Model):
         return value if not value else _http_url(value, "otlp_endpoint (OTLP/HTTP)")
 
 
+class StateConfig(Model):
+    """Where what replicas share lives: sessions of older clients, routing between replicas.
+
+    ``memory`` (one process: nothing is shared) or ``redis://host:port/db`` (``rediss://`` with TLS,
+    ``unix:///path.sock``): every replica pointing at the same Redis and prefix serves every session."""
+
+    store: str = "memory"
+    # Redis key and channel prefix: replicas sharing it share sessions.
+    redis_prefix: str = "gw:st"
+    # One Redis operation (connect included) may take this long; then the request it serves fails.
+    redis_timeout_s: float = Field(0.5, gt=0, le=10)
+
+    @field_validator("store")
+    @classmethod
+    def _store(cls, value: str) -> str:
+        if value != "memory" and not (urlsplit(value).scheme in ("redis", "rediss", "unix") and "://" in value):
+            raise ValueError("store must be memory, redis://HOST:PORT/DB, rediss://... or unix:///PATH")
+        return value
+
+    @property
+    def shared(self) -> bool:
+        return self.store != "memory"
+
+
 class GatewayConfig(Model):
     gateway: GatewaySection = GatewaySection()
     connectors: tuple[ConnectorConfig, ...] = ()
@@ -306,11 +331,21 @@ class GatewayConfig(Model):
     rate_limits: RateLimitConfig = RateLimitConfig()
     audit: AuditConfig = AuditConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    state: StateConfig = StateConfig()
     # The default `egress:` of every connector kind that has one (openapi; mcp over HTTP): a
     # connector's own block replaces the keys it sets and inherits the others.
     egress: EgressConfig = EgressConfig()
     # Where the file was read from; relative paths in connector configs resolve against it.
     base_dir: str = "."
+
+    @model_validator(mode="after")
+    def _replicas_share_a_secret(self) -> GatewayConfig:
+        # Replicas sharing sessions serve each other's requests: a cursor or requestState minted by
+        # one must verify on all, which a per-process random key cannot do.
+        if self.state.shared and not self.gateway.cursor_secret:
+            raise ValueError("state.store is shared by replicas: set gateway.cursor_secret (the same on every "
+                             "replica) so each accepts the cursors and request states the others issue")
+        return self
 
     def connector(self, name: str) -> ConnectorConfig | None:
         return next((c for c in self.connectors if c.name == name), None)

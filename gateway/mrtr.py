@@ -15,8 +15,9 @@ and waits for the answer. The gateway bridges the two by keeping the call runnin
   the mailbox and the call goes on. A call nobody comes back for is cancelled after the
   deadline it was parked with (its own request deadline, bounded by ``park_timeout_s``).
 
-Everything here is in-process: a retry must reach the replica that parked the call (the
-scale-out issue routes it there through the shared store).
+Everything here is in-process: a retry must reach the replica that parked the call; with a
+shared ``state.store`` the sealed state names that replica and :mod:`gateway.mrtr_remote` routes a
+retry landing elsewhere to it.
 """
 
 from __future__ import annotations

@@ -131,6 +131,9 @@ class Session:
         self._cancelled: set[str | int] = set()
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
+        # Ids of server→client requests; with a shared state store it names this replica
+        # ("gw.<replica>."), so a client's answer landing on another replica is routed here.
+        self.request_prefix = "gw-"
         self._budget: ServerRequestBudget | None = None  # made on the first server→client request
 
     @property
@@ -223,6 +226,10 @@ class Session:
             self.host.client_roots_changed(self)
         # notifications/initialized, progress from the client and unknown notifications: nothing to do.
 
+    def awaits(self, request_id: Any) -> bool:
+        """Whether a server→client request with this id is pending here."""
+        return str(request_id) in self._pending
+
     def handle_response(self, message: dict[str, Any]) -> None:
         """A client's answer to a server→client request."""
         future = self._pending.pop(str(message.get("id")), None)
@@ -266,7 +273,7 @@ class Session:
         refusal = budget.admit(call, time.monotonic())
         if refusal is not None:
             raise server_request_refused(method, refusal)
-        rid = f"gw-{next(self._ids)}"
+        rid = f"{self.request_prefix}{next(self._ids)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
         try:

@@ -80,6 +80,15 @@ class StatelessHost(Protocol):
     @property
     def request_states(self) -> RequestStateCodec: ...
 
+    @property
+    def replica(self) -> str | None:
+        """This replica's id when replicas share state (a parked call's ``requestState`` names
+        it), else None."""
+
+    async def resume_elsewhere(self, replica: str, message: dict[str, Any], session: StatelessSession
+                               ) -> dict[str, Any]:
+        """Serve a retry whose call is parked on another replica there (:mod:`gateway.mrtr_remote`)."""
+
     def modern_method(self, method: str) -> LocalHandler | None:
         """The gateway's own handler of a modern-only method (``server/discover``,
         ``subscriptions/listen``), or None for a catalog method."""
@@ -146,6 +155,13 @@ class StatelessSession:
         except TimeoutError:
             raise RequestTimeout(f"The client did not answer {method} in time") from None
 
+    async def relay(self, message: dict[str, Any], related_request_id: str | int) -> None:
+        """A message of this request's call that another replica runs (progress, a log line)."""
+        try:
+            await self._send(message, related_request_id)
+        except Exception:  # a client that went away must not fail the call
+            log.debug("dropping a relayed message for %s", self.id, exc_info=True)
+
     def retarget(self, send: Send) -> None:
         """The client's retry arrived on a new reply channel: the rest of the call goes there."""
         self._send = send
@@ -166,6 +182,9 @@ class StatelessSession:
                     raise InvalidParams("requestState must be a string")
                 payload = self._open_state(state, method, params)
                 if payload.get("kind") == "parked":
+                    at = payload.get("at")
+                    if isinstance(at, str) and at != self.host.replica:  # parked on another replica
+                        return await self.host.resume_elsewhere(at, message, self)
                     return await self._resume(rid, method, params, str(payload.get("call")))
                 params = _with_upstream_state(params, payload.get("state"))
                 asked = payload.get("asked")
@@ -221,8 +240,10 @@ class StatelessSession:
         call_id = self.host.parked.park(
             ParkedCall(task, inputs, self, self.principal.name, method, digest),
             deadline_s=self.host.request_timeout_s)
-        state = self.host.request_states.seal({"kind": "parked", "call": call_id}, principal=self.principal.name,
-                                              method=method, digest=digest)
+        parked: dict[str, Any] = {"kind": "parked", "call": call_id}
+        if self.host.replica is not None:  # a retry landing on another replica is routed here
+            parked["at"] = self.host.replica
+        state = self.host.request_states.seal(parked, principal=self.principal.name, method=method, digest=digest)
         result = {"resultType": "input_required", "inputRequests": inputs.outstanding(), "requestState": state}
         return jsonrpc.result_response(rid, result)
 

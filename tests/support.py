@@ -88,16 +88,18 @@ class GatewayProcess:
 
 @asynccontextmanager
 async def gateway_process(config_text: str, env: dict[str, str] | None = None,
-                          startup_timeout: float = 30.0) -> AsyncIterator[GatewayProcess]:
-    """Run ``mcp-gateway serve`` as a subprocess on a free port; waits for /readyz."""
+                          startup_timeout: float = 30.0, args: tuple[str, ...] = (),
+                          port: int | None = None) -> AsyncIterator[GatewayProcess]:
+    """Run ``mcp-gateway serve`` (with ``args``) as a subprocess on ``port`` or a free one; waits
+    for /readyz."""
     import aiohttp
 
-    port = free_port()
+    port = port or free_port()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "gateway.yaml"
         path.write_text(textwrap.dedent(config_text))
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "gateway.cli", "serve", "--config", str(path), "--port", str(port),
+            sys.executable, "-m", "gateway.cli", "serve", "--config", str(path), "--port", str(port), *args,
             env={**os.environ, **(env or {})}, stderr=subprocess.PIPE, cwd=tmp)
         url = f"http://127.0.0.1:{port}"
         try:

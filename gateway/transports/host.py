@@ -6,10 +6,11 @@ and their own config section, never the gateway object. :class:`gateway.app.Gate
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from gateway.context import Principal
 from gateway.session import Send, Session
+from gateway.state import StateStore
 
 __all__ = ["SessionFactory"]
 
@@ -24,3 +25,14 @@ class SessionFactory(Protocol):
 
     def add_session(self, session: Session) -> None:
         """Register an established session: broadcasts, metrics and shutdown reach it from now on."""
+
+    @property
+    def state(self) -> StateStore:
+        """What replicas share (``state.store``); ``state.shared`` is False with one process."""
+
+    def session_record(self, session: Session) -> dict[str, Any]:
+        """The shared record of an established session."""
+
+    def adopt_session(self, transport: str, send: Send, session_id: str, record: dict[str, Any],
+                      principal: Principal) -> Session:
+        """A session another replica started, rebuilt from its record and registered here."""

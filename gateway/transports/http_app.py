@@ -38,6 +38,7 @@ from gateway.config import GatewayConfig, HttpConfig
 from gateway.context import Principal
 from gateway.protocol import jsonrpc
 from gateway.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST
+from gateway.state.bus import Bus
 from gateway.telemetry import metrics
 from gateway.telemetry.http import add_routes as add_metrics_routes
 from gateway.telemetry.http import metrics_handler, readiness
@@ -46,6 +47,7 @@ from .host import SessionFactory
 from .http_server import probe_only, skip_lingering
 from .modern_http import ModernHost, ModernHTTP
 from .quota import SessionQuota
+from .replicas import SharedSessions
 from .sse import LegacySSE
 from .streamable_http import StreamableHTTP, rpc_error
 
@@ -62,6 +64,10 @@ class HttpHost(SessionFactory, ModernHost, Protocol):
     @property
     def authenticator(self) -> Authenticator:
         """The current authenticator (a reload replaces it)."""
+
+    @property
+    def bus(self) -> Bus:
+        """Messages routed between replicas, by kind (started here; idle with the memory store)."""
 
     def health(self) -> dict[str, Any]:
         """Readiness detail: ``{"ready": bool, "connectors": {name: {"up": bool, ...}}, ...}``."""
@@ -209,7 +215,10 @@ def build_app(host: HttpHost) -> web.Application:
     app = web.Application(client_max_size=http.max_body_bytes)
     app[HOST_KEY] = host
     quota = SessionQuota(lambda: host.config.gateway.http)
-    streamable = StreamableHTTP(host, http, ModernHTTP(host, http), quota)
+    # Replicas sharing sessions through state.store; records live as long as an idle session would.
+    shared = SharedSessions(host.state, host.session_record, lambda: host.config.gateway.session_idle_timeout_s) \
+        if host.state.shared else None
+    streamable = StreamableHTTP(host, http, ModernHTTP(host, http), quota, shared)
     legacy = LegacySSE(host, http, quota=quota)
     app[HTTP_KEY] = streamable
     app[SSE_KEY] = legacy
@@ -262,6 +271,10 @@ def build_app(host: HttpHost) -> web.Application:
                 streamable.expire_idle(time.monotonic(), idle)
 
         task = asyncio.create_task(loop())
+        # Messages other replicas route here (a no-op with the memory store).
+        for kind in ("response", "cancel", "notify", "refresh", "closed"):
+            host.bus.on(kind, streamable.deliver)
+        await host.state.start(host.bus.deliver)
         yield
         task.cancel()
 

@@ -368,13 +368,16 @@ def raise_fd_limit(max_connections: int) -> None:
 
 
 async def start_server(app: web.Application, limits: Limits, host: str, port: int, *,
-                       access_log: logging.Logger | None = None, shutdown_timeout: float = 60.0) -> web.AppRunner:
+                       access_log: logging.Logger | None = None, shutdown_timeout: float = 60.0,
+                       reuse_port: bool = False) -> web.AppRunner:
     """Serve ``app`` on ``host:port`` under the limits ``limits()`` returns; the runner's
-    ``shutdown()`` and ``cleanup()`` stop it, ``runner.addresses`` names the bound port."""
+    ``shutdown()`` and ``cleanup()`` stop it, ``runner.addresses`` names the bound port.
+    ``reuse_port``: ``SO_REUSEPORT``, so the workers of ``serve --workers N`` share the port (the
+    kernel spreads connections over them)."""
     raise_fd_limit(limits().max_connections)
     runner = _Runner(app, limits, handle_signals=False, shutdown_timeout=shutdown_timeout, access_log=access_log,
                      access_log_class=AccessLogger)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG)
+    site = web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG, reuse_port=reuse_port or None)
     await site.start()
     return runner

@@ -12,6 +12,9 @@ then the rest of the stream, response included. Sessions at revision 2025-11-25 
 priming event (an id, no data) as the stream opens, so even a cut before the first message can be
 resumed (SEP-1699). A response nobody collected is kept for :data:`UNCOLLECTED_S` seconds.
 
+With replicas sharing state, every event (and the priming one) is also written to a ``journal``
+(the store's event log of the stream, :mod:`.replicas`), so another replica can resume the stream.
+
 Revision 2026-07-28 has no resumption: its streams are made with ``resumable=False`` and carry
 no event ids, no priming event and keep nothing once sent.
 """
@@ -21,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -31,7 +34,10 @@ from gateway.protocol.errors import INVALID_REQUEST
 
 from .sse_writer import SSEWriter, open_sse
 
-__all__ = ["PostStream", "parse_event_id", "MAX_EVENTS", "MAX_BYTES", "UNCOLLECTED_S"]
+__all__ = ["PostStream", "Journal", "parse_event_id", "MAX_EVENTS", "MAX_BYTES", "UNCOLLECTED_S"]
+
+# (seq, frame, whether the frame is the response): one event of a stream written to the shared log.
+Journal = Callable[[int, bytes, bool], Awaitable[None]]
 
 MAX_EVENTS = 1000
 MAX_BYTES = 16 * 1024 * 1024
@@ -51,10 +57,11 @@ class PostStream:
     """One request's reply channel. ``on_done`` is called once nothing more can be resumed."""
 
     __slots__ = ("request", "id", "can_stream", "sse", "_live", "_opening", "_keeper", "_prime", "_events",
-                 "_bytes", "_seq", "_oldest", "_done", "_delivered", "_on_done", "_forget", "_resumable")
+                 "_bytes", "_seq", "_oldest", "_done", "_delivered", "_on_done", "_forget", "_resumable", "_journal")
 
     def __init__(self, request: web.Request, stream_id: str, can_stream: bool, protocol_version: str,
-                 on_done: Callable[[PostStream], None], resumable: bool = True) -> None:
+                 on_done: Callable[[PostStream], None], resumable: bool = True,
+                 journal: Journal | None = None) -> None:
         self.request = request
         self.id = stream_id
         self.can_stream = can_stream
@@ -72,6 +79,7 @@ class PostStream:
         self._delivered = False
         self._on_done = on_done
         self._forget: asyncio.TimerHandle | None = None
+        self._journal = journal if resumable else None
 
     # -- writing --------------------------------------------------------------------------------
     async def _stream(self) -> SSEWriter:
@@ -87,6 +95,8 @@ class PostStream:
         sse = await open_sse(self.request)
         self._live = sse
         if self._prime:
+            if self._journal is not None:  # so a stream cut before its first message resumes anywhere
+                await self._journal(0, b"", False)
             with contextlib.suppress(ConnectionResetError):
                 await sse.send_raw(f"id: {self.id}:0\ndata: \n\n".encode())
         return sse
@@ -98,6 +108,8 @@ class PostStream:
             seq = self._seq
             frame = f"id: {self.id}:{seq}\nevent: message\ndata: ".encode() + jsonrpc.dumps(message) + b"\n\n"
             self._keep(seq, frame)
+            if self._journal is not None:
+                await self._journal(seq, frame, "id" in message and "method" not in message)
         else:
             frame = b"event: message\ndata: " + jsonrpc.dumps(message) + b"\n\n"
         live = self._live

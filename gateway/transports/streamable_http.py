@@ -43,6 +43,7 @@ from .host import SessionFactory
 from .modern_http import ModernHTTP
 from .post_stream import PostStream, parse_event_id
 from .quota import QuotaRefusal, SessionQuota
+from .replicas import RECORD_METHODS, SharedSessions
 from .sse_writer import SSEWriter, open_sse
 
 __all__ = ["StreamableHTTP", "SESSION_HEADER", "VERSION_HEADER"]
@@ -78,10 +79,12 @@ def _names_modern(messages: list[jsonrpc.Incoming]) -> bool:
 class _Channel:
     """Where a session's outgoing messages go: the related POST's stream, else the GET stream."""
 
-    __slots__ = ("session", "get_stream", "posts", "streams", "json_only", "_stream_ids")
+    __slots__ = ("session", "get_stream", "posts", "streams", "json_only", "shared", "adopted", "_stream_ids")
 
-    def __init__(self, json_only: bool) -> None:
+    def __init__(self, json_only: bool, shared: SharedSessions | None = None) -> None:
         self.session: Session | None = None
+        self.shared = shared  # with replicas: where a message goes when this one has no stream for it
+        self.adopted = False  # started by another replica (which holds its place under the session cap)
         self.get_stream: SSEWriter | None = None
         self.posts: dict[str | int, PostStream] = {}  # by request id, while the request runs
         self.streams: dict[str, PostStream] = {}  # by stream id, while it can be resumed
@@ -89,7 +92,9 @@ class _Channel:
         self._stream_ids = itertools.count(1)
 
     def new_stream_id(self) -> str:
-        return str(next(self._stream_ids))
+        # With replicas, a stream id names its replica, so a resumption elsewhere knows whose it is.
+        n = next(self._stream_ids)
+        return f"{self.shared.replica}.{n}" if self.shared is not None else str(n)
 
     def forget(self, post: PostStream) -> None:
         self.streams.pop(post.id, None)
@@ -100,6 +105,8 @@ class _Channel:
             await post.send(message)
         elif self.get_stream is not None:
             await self.get_stream.send(message)
+        elif self.shared is not None and self.session is not None:
+            await self.shared.notify_elsewhere(self.session.id, message)
         else:
             log.debug("no stream open for %s; dropped", message.get("method", "response"))
 
@@ -108,13 +115,16 @@ class StreamableHTTP:
     """The /mcp endpoint: sessions from ``sessions``, framing options from ``http``."""
 
     def __init__(self, sessions: SessionFactory, http: HttpConfig, modern: ModernHTTP | None = None,
-                 quota: SessionQuota | None = None) -> None:
+                 quota: SessionQuota | None = None, shared: SharedSessions | None = None) -> None:
         self.sessions = sessions
         self.http = http
         self.modern = modern
         self.quota = quota
         self.channels: dict[str, _Channel] = {}
-        self._closing: set[asyncio.Task[None]] = set()
+        self._closing: set[asyncio.Task[Any]] = set()
+        # Replicas sharing sessions (state.store); None with one process.
+        self.shared = shared
+        self._adopting: dict[str, asyncio.Future[_Channel | None]] = {}
 
     # -- POST ---------------------------------------------------------------------------------
     async def post(self, request: web.Request, principal: Principal) -> web.StreamResponse:
@@ -146,11 +156,19 @@ class StreamableHTTP:
                 return rpc_error(503, INTERNAL_ERROR, "Service Unavailable: the gateway is shutting down")
             return await self._initialize(request, messages[0].message, principal)
         channel = self.channels.get(session_id)
+        if channel is None and self.shared is not None:
+            adopted = await self._adopt(session_id, principal)
+            if isinstance(adopted, web.Response):
+                return adopted
+            channel = adopted
         if channel is None or channel.session is None:
             return rpc_error(404, INVALID_REQUEST, "Not Found: unknown or expired session")
         session = channel.session
         if session.principal != principal:
             return rpc_error(403, INVALID_REQUEST, "Forbidden: the session belongs to another principal")
+        if self.shared is not None:
+            await self.shared.touch(session_id)
+            messages = await self.shared.route_frame(session, messages)
         # The trace context travels with each request (concurrent POSTs must not swap parents).
         traceparent = request.headers.get("traceparent")
         session.caller_authorization = request.headers.get("Authorization")
@@ -173,7 +191,9 @@ class StreamableHTTP:
                              message: dict[str, Any], traceparent: str | None) -> web.StreamResponse:
         rid = message["id"]
         can_stream = not channel.json_only and "text/event-stream" in request.headers.get("Accept", "")
-        post = PostStream(request, channel.new_stream_id(), can_stream, session.protocol_version, channel.forget)
+        stream_id = channel.new_stream_id()
+        journal = self.shared.journal(session.id, stream_id, rid) if self.shared is not None and can_stream else None
+        post = PostStream(request, stream_id, can_stream, session.protocol_version, channel.forget, journal=journal)
         channel.posts[rid] = post
         channel.streams[post.id] = post
         # A timer, not a task: most requests end long before it fires, and cost no task this way.
@@ -181,6 +201,9 @@ class StreamableHTTP:
         timer = asyncio.get_running_loop().call_later(keepalive_s, post.keep_alive, keepalive_s) if can_stream else None
         try:
             reply = await session.handle_request(message, traceparent)
+            if self.shared is not None and message["method"] in RECORD_METHODS and reply is not None \
+                    and "result" in reply:
+                await self.shared.changed(session)
         finally:
             channel.posts.pop(rid, None)
             if timer is not None:
@@ -194,7 +217,7 @@ class StreamableHTTP:
             refused = quota.acquire(principal)
             if refused is not None:
                 return quota_refused(refused, message.get("id"))
-        channel = _Channel(self.http.json_response)
+        channel = _Channel(self.http.json_response, self.shared)
         headers = {}
         try:
             session = self.sessions.open_session("streamable_http", channel.send, principal)
@@ -202,6 +225,8 @@ class StreamableHTTP:
             session.caller_authorization = request.headers.get("Authorization")
             reply = await session.handle_request(message, request.headers.get("traceparent"))
             if reply is not None and "result" in reply:
+                if self.shared is not None:  # every replica can serve it from now on
+                    await self.shared.save(session)
                 self.channels[session.id] = channel
                 self.sessions.add_session(session)
                 headers[SESSION_HEADER] = session.id
@@ -210,11 +235,74 @@ class StreamableHTTP:
                 quota.release(principal)
         return web.Response(body=jsonrpc.dumps(reply), content_type="application/json", headers=headers)
 
+    # -- replicas -------------------------------------------------------------------------------
+    async def _adopt(self, session_id: str, principal: Principal) -> _Channel | web.Response | None:
+        """This replica's copy of a session another one started (None: no such session). Concurrent
+        requests of one session share one load."""
+        pending = self._adopting.get(session_id)
+        if pending is None:
+            pending = asyncio.get_running_loop().create_future()
+            self._adopting[session_id] = pending
+            try:
+                pending.set_result(await self._load(session_id))
+            except Exception as exc:  # the store is unreachable: this request fails, others go on
+                log.warning("session %s: the state store failed: %r", session_id, exc)
+                pending.set_result(None)
+                return rpc_error(503, INTERNAL_ERROR, "Service Unavailable: the session store cannot be reached",
+                                 {"Retry-After": "1"})
+            finally:
+                self._adopting.pop(session_id, None)
+        channel = await asyncio.shield(pending)
+        return self.channels.get(session_id, channel) if channel is not None else None
+
+    async def _load(self, session_id: str) -> _Channel | None:
+        assert self.shared is not None
+        loaded = await self.shared.load(session_id)
+        if loaded is None:
+            return None
+        existing = self.channels.get(session_id)
+        if existing is not None:
+            return existing
+        record, owner = loaded
+        channel = _Channel(self.http.json_response, self.shared)
+        channel.adopted = True
+        channel.session = self.sessions.adopt_session("streamable_http", channel.send, session_id, record, owner)
+        self.channels[session_id] = channel
+        return channel
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        """A message another replica routed here (:mod:`.replicas`)."""
+        channel = self.channels.get(str(message.get("sid")))
+        session = channel.session if channel is not None else None
+        if channel is None or session is None:
+            return
+        kind, msg = message.get("t"), message.get("msg")
+        if kind == "response" and isinstance(msg, dict):
+            session.handle_response(msg)
+        elif kind == "cancel" and isinstance(msg, dict):
+            self._spawn(session.handle_notification(msg))
+        elif kind == "notify" and isinstance(msg, dict) and channel.get_stream is not None:
+            self._spawn(channel.get_stream.send(msg))
+        elif kind == "refresh" and isinstance(message.get("log_level"), str):
+            session.log_level = message["log_level"]
+        elif kind == "closed":
+            self._spawn(self.close_session(session.id))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
     # -- GET ----------------------------------------------------------------------------------
     async def get(self, request: web.Request, principal: Principal) -> web.StreamResponse:
         if "text/event-stream" not in request.headers.get("Accept", ""):
             return rpc_error(406, INVALID_REQUEST, "Not Acceptable: GET needs Accept: text/event-stream")
         channel = self.channels.get(request.headers.get(SESSION_HEADER, ""))
+        if channel is None and self.shared is not None and SESSION_HEADER in request.headers:
+            adopted = await self._adopt(request.headers[SESSION_HEADER], principal)
+            if isinstance(adopted, web.Response):
+                return adopted
+            channel = adopted
         if channel is None or channel.session is None:
             if SESSION_HEADER not in request.headers:
                 return rpc_error(400, INVALID_REQUEST, f"Bad Request: missing {SESSION_HEADER} header")
@@ -226,6 +314,9 @@ class StreamableHTTP:
         if last_event_id is not None:  # resuming a request's stream (only those carry event ids)
             parsed = parse_event_id(last_event_id)
             post = channel.streams.get(parsed[0]) if parsed is not None else None
+            if parsed is not None and post is None and self.shared is not None \
+                    and not parsed[0].startswith(self.shared.replica + "."):
+                return await self._resume_elsewhere(request, channel.session, parsed[0], parsed[1], keepalive_s)
             if parsed is None or post is None:
                 return rpc_error(400, INVALID_REQUEST, f"Bad Request: nothing to resume after Last-Event-ID "
                                  f"{last_event_id!r} (unknown, or its request has ended)")
@@ -241,24 +332,58 @@ class StreamableHTTP:
                 channel.get_stream = None
         return sse.response
 
+    async def _resume_elsewhere(self, request: web.Request, session: Session, stream: str, after: int,
+                                keepalive_s: float) -> web.StreamResponse:
+        """Resume a stream another replica started, from the shared event log (:mod:`.replicas`)."""
+        assert self.shared is not None
+        try:
+            rid = await self.shared.request_of(session.id, stream)
+        except Exception as exc:
+            log.warning("session %s: the state store failed: %r", session.id, exc)
+            return rpc_error(503, INTERNAL_ERROR, "Service Unavailable: the session store cannot be reached",
+                             {"Retry-After": "1"})
+        if rid is False:
+            return rpc_error(400, INVALID_REQUEST, f"Bad Request: nothing to resume after Last-Event-ID "
+                             f"{stream}:{after} (unknown, or its request has ended)")
+        sse = await open_sse(request)
+        try:
+            await self.shared.follow(session.id, stream, after, rid if not isinstance(rid, bool) else None,
+                                     sse.send_raw, keepalive_s)
+        except ConnectionResetError:
+            return sse.response
+        except Exception as exc:  # the store failed mid-way: end the stream, the client may resume again
+            log.warning("session %s: resuming stream %s failed: %r", session.id, stream, exc)
+        await sse.close()
+        return sse.response
+
     # -- DELETE -------------------------------------------------------------------------------
     async def delete(self, request: web.Request, principal: Principal) -> web.StreamResponse:
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is None:
             return rpc_error(400, INVALID_REQUEST, f"Bad Request: missing {SESSION_HEADER} header")
         channel = self.channels.get(session_id)
+        if channel is None and self.shared is not None:
+            adopted = await self._adopt(session_id, principal)
+            if isinstance(adopted, web.Response):
+                return adopted
+            channel = adopted
         if channel is None or channel.session is None:
             return rpc_error(404, INVALID_REQUEST, "Not Found: unknown or expired session")
         if channel.session.principal != principal:
             return rpc_error(403, INVALID_REQUEST, "Forbidden: the session belongs to another principal")
+        if self.shared is not None:
+            await self.shared.ended(session_id)
         await self.close_session(session_id)
         return web.Response(status=204)
 
     async def close_session(self, session_id: str) -> None:
+        """Close this replica's copy of a session (the shared record stays: see :meth:`delete`)."""
         channel = self.channels.pop(session_id, None)
         if channel is None:
             return
-        if self.quota is not None and channel.session is not None:
+        if self.shared is not None:
+            self.shared.forget(session_id)
+        if self.quota is not None and channel.session is not None and not channel.adopted:
             self.quota.release(channel.session.principal)
         if channel.get_stream is not None:
             await channel.get_stream.close()

@@ -244,6 +244,26 @@ def test_production_uses_redis_and_postgres():
     assert by_kind(docs, "HorizontalPodAutoscaler", "mcp-gateway")["spec"]["minReplicas"] >= 2
 
 
+def test_production_shares_sessions_through_redis_behind_a_plain_service():
+    """Issue 13: any replica serves any request, so production needs no sticky router: the Service
+    selects the gateway pods, the router is gone, sessions are shared through state.store."""
+    docs = render(KUSTOMIZE / "overlays" / "production")
+    text = by_kind(docs, "ConfigMap", "mcp-gateway-config")["data"]["gateway.yaml"]
+    config = parse_config(text, env={"MCP_GATEWAY_CURSOR_SECRET": "s", "MCP_GATEWAY_API_KEY": "k",
+                                     "AUDIT_DB_PASSWORD": "p"})
+    assert config.state.store.startswith("redis://mcp-gateway-redis:") and config.gateway.cursor_secret
+    service = by_kind(docs, "Service", "mcp-gateway")
+    assert service["spec"]["selector"]["app.kubernetes.io/component"] == "gateway"
+    assert "sessionAffinity" not in service["spec"] or service["spec"]["sessionAffinity"] == "None"
+    assert not [d for d in docs if "router" in d["metadata"]["name"]]
+    # Clients reach the gateway pods' http port (the router used to be the only one allowed).
+    policy = by_kind(docs, "NetworkPolicy", "mcp-gateway")
+    assert {"ports": [{"port": "http", "protocol": "TCP"}]} in policy["spec"]["ingress"]
+    # HPA, PDB and the preStop drain stay.
+    assert by_kind(docs, "HorizontalPodAutoscaler", "mcp-gateway") and by_kind(docs, "PodDisruptionBudget", "mcp-gateway")
+    assert by_kind(docs, "Deployment", "mcp-gateway")["spec"]["template"]["spec"]["containers"][0]["lifecycle"]["preStop"]
+
+
 def test_router_is_sticky_on_mcp_session_id():
     cfg = (KUSTOMIZE / "base" / "haproxy.cfg").read_text()
     assert "stick store-response res.hdr(mcp-session-id)" in cfg

@@ -1,0 +1,69 @@
+"""``state.store: memory``: one process, nothing shared.
+
+Records are kept in a dict (with their expiry) so code written against the store behaves the same
+in one process; routing has nobody to reach. The transports do not consult this store on the hot
+path (``shared`` is False): a single replica costs exactly what it did before the seam existed.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .base import Deliver
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    shared = False
+    ops = 0
+
+    def __init__(self, replica: str) -> None:
+        self.replica = replica
+        self._records: dict[str, tuple[float, dict[str, Any]]] = {}
+
+    async def start(self, deliver: Deliver) -> None:
+        return None
+
+    async def close(self) -> None:
+        self._records.clear()
+
+    async def ping(self) -> None:
+        return None
+
+    async def save_session(self, session_id: str, record: dict[str, Any], ttl_s: float) -> None:
+        self._records[session_id] = (time.monotonic() + ttl_s, record)
+
+    async def load_session(self, session_id: str) -> dict[str, Any] | None:
+        entry = self._records.get(session_id)
+        if entry is None:
+            return None
+        if entry[0] < time.monotonic():
+            del self._records[session_id]
+            return None
+        return entry[1]
+
+    async def touch_session(self, session_id: str, ttl_s: float) -> None:
+        entry = self._records.get(session_id)
+        if entry is not None:
+            self._records[session_id] = (time.monotonic() + ttl_s, entry[1])
+
+    async def drop_session(self, session_id: str) -> None:
+        self._records.pop(session_id, None)
+
+    # A single process resumes its streams from memory (post_stream.py): no event log here.
+    async def append_event(self, key: str, seq: int, fields: dict[str, str], max_len: int, ttl_s: float) -> None:
+        return None
+
+    async def read_events(self, key: str, after: int, block_s: float = 0.0) -> list[tuple[int, dict[str, str]]]:
+        return []
+
+    async def last_event(self, key: str) -> tuple[int, dict[str, str]] | None:
+        return None
+
+    async def replica_alive(self, replica: str) -> bool:
+        return replica == self.replica
+
+    async def route(self, replica: str | None, message: dict[str, Any]) -> int:
+        return 0  # there is no other replica

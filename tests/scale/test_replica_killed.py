@@ -1,0 +1,98 @@
+"""Three gateway processes behind HAProxy round robin, sharing Redis and a PostgreSQL audit log:
+one is SIGKILLed in the middle of a session, and the session goes on on the others."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from contextlib import AsyncExitStack
+
+import aiohttp
+import asyncpg
+import pytest
+from mcp import types
+from mcp.client import ClientRequestContext
+
+from tests.conformance.test_conformance import reference
+from tests.e2e.clients import sdk_client
+from tests.scale.harness import roundrobin_proxy, sse_events, state_section
+from tests.support import gateway_process
+
+
+async def _sample(ctx: ClientRequestContext, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    question = params.messages[0].content
+    assert isinstance(question, types.TextContent)
+    return types.CreateMessageResult(role="assistant", model="t",
+                                     content=types.TextContent(type="text", text=question.text.upper()))
+
+
+@pytest.mark.timeout(180)
+async def test_a_session_survives_the_sigkill_of_a_replica(pg_url: str) -> None:
+    run = secrets.token_hex(4)
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "MCP-Protocol-Version": "2025-11-25"}
+    async with AsyncExitStack() as stack:
+        upstream = await stack.enter_async_context(reference("dual"))
+        entry = {"name": "up", "type": "mcp", "prefix": "", "transport": "streamable_http", "url": upstream}
+        config = json.dumps({
+            "gateway": {"cursor_secret": "replicas"}, "telemetry": {"metrics": False}, "connectors": [entry],
+            "state": state_section(),
+            # strict: a call is answered only once its audit event is committed, so a SIGKILL loses none
+            "audit": {"store": pg_url.replace("postgresql://", "postgresql+asyncpg://"), "durability": "strict"}})
+        procs = [await stack.enter_async_context(gateway_process(config)) for _ in range(3)]
+        url = await stack.enter_async_context(roundrobin_proxy([p.url for p in procs]))
+        session = await stack.enter_async_context(sdk_client("streamable_http", url=url, sampling_callback=_sample))
+        http = await stack.enter_async_context(aiohttp.ClientSession())
+        db = await asyncpg.connect(pg_url)
+        stack.push_async_callback(db.close)
+
+        answered = 0
+
+        async def call(i: int) -> None:
+            nonlocal answered
+            result = await session.call_tool("test_sampling", {"prompt": f"run-{run}-{i}"})
+            content = result.content[0]
+            assert isinstance(content, types.TextContent) and content.text == f"LLM response: RUN-{run.upper()}-{i}"
+            answered += 1
+
+        for i in range(6):
+            await call(i)
+        [sid] = {r["session_id"] for r in await db.fetch(
+            "SELECT session_id FROM gw_audit_events WHERE arguments->>'prompt' LIKE $1", f"run-{run}-%")}
+
+        # A call in flight on replica 0 (it waits for a sampling answer nobody gives) when it dies.
+        victim = procs[0]
+        pending = {"jsonrpc": "2.0", "id": "inflight", "method": "tools/call",
+                   "params": {"name": "test_sampling", "arguments": {"prompt": "never answered"}}}
+        async with http.post(victim.mcp_url, json=pending, headers={**headers, "Mcp-Session-Id": sid}) as resp:
+            assert resp.status == 200 and resp.content_type == "text/event-stream"
+            last_id = None
+            async for event_id, message in sse_events(resp):
+                if message is not None and message.get("method") == "sampling/createMessage":
+                    last_id = event_id
+                    break
+            assert last_id is not None
+            victim.proc.kill()
+            await victim.proc.wait()
+            with pytest.raises((aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError,  # noqa: PT012
+                                aiohttp.ClientConnectionError)):
+                async with asyncio.timeout(5):  # the break is seen at once: no hang
+                    while await resp.content.readline():
+                        pass
+                    raise aiohttp.ServerDisconnectedError()
+        # Its stream resumes on another replica (through the proxy) and ends with a clear error.
+        async with http.get(url + "/mcp", headers={**headers, "Mcp-Session-Id": sid, "Last-Event-ID": last_id}) as resp:
+            assert resp.status == 200
+            resumed = [m async for _, m in sse_events(resp) if m is not None]
+        assert resumed[-1]["id"] == "inflight" and "stopped before answering" in resumed[-1]["error"]["message"]
+
+        # The session goes on: every further call lands on a live replica, sampling answers included.
+        for i in range(6, 15):
+            await call(i)
+        assert answered == 15
+        # Every answered call is in the audit log, whichever replica served it.
+        rows = await db.fetch("SELECT arguments->>'prompt' AS p, outcome, instance FROM gw_audit_events "
+                              "WHERE method = 'tools/call' AND arguments->>'prompt' LIKE $1", f"run-{run}-%")
+        assert sorted(r["p"] for r in rows if r["outcome"] == "ok") == sorted(f"run-{run}-{i}" for i in range(15))
+        assert len({r["instance"] for r in rows}) >= 2
