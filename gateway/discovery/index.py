@@ -39,6 +39,7 @@ _CANDIDATES = 60  # BM25 candidates re-ranked by concept coverage
 _BM25_SHARE = 0.5
 _EXTRA_PENALTY = 0.3
 _READ_PRIOR = 0.1
+_DF_CACHE = 4096
 
 # Column order of the FTS table and their BM25 weights: a word in the name says more than one in
 # the description.
@@ -105,6 +106,8 @@ class SearchIndex:
         self._head: dict[str, str] = {}
         self._name_words: dict[str, list[str]] = {}
         self._next = 1
+        self._len = 0
+        self._dfs: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._rowids)
@@ -124,6 +127,9 @@ class SearchIndex:
                 if doc.name in self._rowids:
                     self._delete(doc.name)
                 self._insert(doc)
+        if gone or changed:
+            self._dfs.clear()
+            self._len = len(self._rowids)
         return len(changed), len(gone)
 
     def _delete(self, name: str) -> None:
@@ -149,7 +155,12 @@ class SearchIndex:
         concepts = expand(query[:MAX_QUERY])
         if not concepts:
             return []
-        expr = " OR ".join(_quote(p) for c in concepts for p in c.phrases)
+        # A phrase in more than half the tools adds nothing to BM25 (FTS5 clamps its IDF to ~0)
+        # but makes FTS5 score thousands of rows: it picks no candidates, yet counts in the re-rank.
+        phrases = [p for c in concepts for p in c.phrases]
+        common = self._len // 2
+        expr = " OR ".join(_quote(p) for p in phrases if self._df(p) <= common) or \
+            " OR ".join(_quote(p) for p in phrases)
         weights = ", ".join(str(w) for w in _WEIGHTS)
         cur = self._db.execute(
             f"SELECT rowid, bm25(tools, {weights}) AS s FROM tools WHERE tools MATCH ? ORDER BY s", (expr,))
@@ -164,19 +175,38 @@ class SearchIndex:
         cur.close()
         return self._rerank(pool, concepts)[:limit]
 
+    def _df(self, phrase: str) -> int:
+        """How many tools match *phrase* (cached until the index changes; the cache is bounded)."""
+        n = self._dfs.get(phrase)
+        if n is None:
+            if len(self._dfs) >= _DF_CACHE:
+                self._dfs.clear()
+            n = self._dfs[phrase] = self._db.execute(
+                "SELECT count(*) FROM tools WHERE tools MATCH ?", (_quote(phrase),)).fetchone()[0]
+        return n
+
     def _rerank(self, pool: Sequence[tuple[str, float]], concepts: Sequence[Concept]) -> list[SearchHit]:
         if not pool:
             return []
         top = max(s for _, s in pool) or 1.0
         asks_verb = any(c.verb for c in concepts)
+        # Each concept's phrases as (" word word", {words}) with plurals folded, computed once.
+        forms = [[_phrase_form(p) for p in c.phrases] for c in concepts]
         hits = []
         for name, score in pool:
             head = self._head[name]
             words = self._name_words[name]
-            matched = [p for c in concepts for p in c.phrases if _in_head(p, head)]
-            covered = sum(1 for c in concepts if any(_in_head(p, head) for p in c.phrases))
+            said: set[str] = set()
+            covered = 0
+            for concept_forms in forms:
+                hit = False
+                for text, phrase_words in concept_forms:
+                    if text in head:
+                        hit = True
+                        said |= phrase_words
+                covered += hit
             # Name words nobody asked for: "issues_create" beats "issues_create-for-org-and-enterprise".
-            extra = sum(1 for w in words if not any(_word_in(w, p) for p in matched)) / len(words)
+            extra = (sum(1 for w in words if not any(_related(w, p) for p in said)) / len(words)) if words else 0.0
             # No action asked for: a question ("the repo's branches?") is a read.
             read = 0.0 if asks_verb or not words or words[0] not in ("list", "get") else _READ_PRIOR
             hits.append(SearchHit(name, _BM25_SHARE * score / top + covered / len(concepts)
@@ -185,18 +215,18 @@ class SearchIndex:
         return hits
 
 
-def _in_head(phrase: str, head: str) -> bool:
-    # " pull request" matches " pull requests": word-prefix match stands in for stemming.
-    return (" " + " ".join(_stem_prefix(w) for w in split_words(phrase))) in head
+def _phrase_form(phrase: str) -> tuple[str, frozenset[str]]:
+    # " pull request" matches " pull requests" in a head: word-prefix match stands in for stemming.
+    words = [_stem_prefix(w) for w in split_words(phrase)]
+    return " " + " ".join(words), frozenset(words)
+
+
+def _related(word: str, other: str) -> bool:
+    return word.startswith(other) or other.startswith(word)
 
 
 def _stem_prefix(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") else word
-
-
-def _word_in(word: str, phrase: str) -> bool:
-    return any(_stem_prefix(w).startswith(word) or word.startswith(_stem_prefix(w))
-               for w in split_words(phrase))
 
 
 def _local(name: str) -> str:

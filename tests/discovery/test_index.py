@@ -74,3 +74,16 @@ def test_doc_from_tool_reads_the_wire_object() -> None:
     assert "the docs" in doc.description and "https" not in doc.description
     assert doc.params.startswith("per page Page size.")
     assert doc.tags == "pulls" and doc.path == "repos owner repo pulls"
+
+
+def test_find_result_carries_full_tool_objects_best_first() -> None:
+    from gateway.discovery import SearchHit
+    from gateway.discovery.tools import FIND_TOOLS, find_result
+
+    tools = {"b": {"name": "b", "description": "Bee " * 50, "inputSchema": {"type": "object"}},
+             "a": {"name": "a", "title": "Ay", "inputSchema": {"type": "object"}}}
+    res = find_result([SearchHit("b", 2.0), SearchHit("gone", 1.5), SearchHit("a", 1.0)], tools)
+    assert res["structuredContent"] == {"tools": [tools["b"], tools["a"]]}
+    assert res["content"][0]["text"].splitlines()[1:] == [f"- b: {('Bee ' * 25)[:100]}…", "- a: Ay"]
+    assert find_result([], tools)["structuredContent"] == {"tools": []}
+    assert FIND_TOOLS["inputSchema"]["properties"]["limit"]["maximum"] == 50
