@@ -1,0 +1,236 @@
+"""The search index: SQLite FTS5 (BM25) in memory over a catalog's tools.
+
+Contract:
+
+* :meth:`SearchIndex.sync` takes the whole current set of :class:`ToolDoc` and updates the index
+  incrementally: only tools that are new, gone or changed (by a fingerprint of their indexed text)
+  are written. It returns how many rows it wrote and deleted.
+* :meth:`SearchIndex.search` ranks by BM25 over weighted columns (name, title, tags, path,
+  description, parameters) for the query's concepts (:func:`~gateway.discovery.synonyms.expand`),
+  then re-ranks the best candidates by how many of the concepts each tool matches in its name and
+  title, so a tool that does *all* of what was asked beats one whose long description repeats one
+  word. ``visible`` (a predicate on the public name) is applied before the top *limit* are taken:
+  a tool the caller may not see never takes a slot and is never returned.
+* The index is not thread-safe; the gateway uses it from its event loop only. Every search is
+  bounded: at most ``limit`` (≤ :data:`MAX_LIMIT`) hits, a query of at most :data:`MAX_QUERY` chars.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.discovery.synonyms import Concept, expand
+from gateway.discovery.words import split_words, words_text
+
+__all__ = ["ToolDoc", "SearchHit", "SearchIndex", "doc_from_tool", "MAX_LIMIT", "MAX_QUERY"]
+
+MAX_LIMIT = 50
+MAX_QUERY = 1000
+_DESC_CHARS = 600  # the first paragraph or two say what a tool does; the rest is detail
+_PARAM_DESC_CHARS = 120
+_CANDIDATES = 60  # BM25 candidates re-ranked by concept coverage
+# Re-rank score = share of BM25 (normalised to the best) + share of concepts the name/title covers
+# - share of name words no concept asked for + a small bonus for reads when no action was asked.
+_BM25_SHARE = 0.5
+_EXTRA_PENALTY = 0.3
+_READ_PRIOR = 0.1
+_DF_CACHE = 4096
+
+# Column order of the FTS table and their BM25 weights: a word in the name says more than one in
+# the description.
+_COLUMNS = ("name", "title", "tags", "path", "description", "params")
+_WEIGHTS = (6.0, 4.0, 2.0, 1.5, 1.0, 0.5)
+_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDoc:
+    """The searchable text of one tool, by its public name."""
+
+    name: str
+    title: str = ""
+    description: str = ""
+    params: str = ""
+    tags: str = ""
+    path: str = ""
+    prefix: str = ""  # the catalog's namespace in ``name`` (a connector prefix): not a word of the tool
+
+    def fingerprint(self) -> str:
+        blob = "\x1f".join((self.name, self.title, self.description, self.params, self.tags, self.path,
+                             self.prefix))
+        return hashlib.blake2b(blob.encode(), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    name: str
+    score: float
+
+
+def doc_from_tool(tool: dict[str, Any], tags: Iterable[str] = (), path: str = "", prefix: str = "") -> ToolDoc:
+    """The :class:`ToolDoc` of an MCP ``Tool`` wire object (plus OpenAPI tags and path if known)."""
+    title = tool.get("title") or (tool.get("annotations") or {}).get("title") or ""
+    desc = _MD_LINK.sub(r"\1", str(tool.get("description") or ""))[:_DESC_CHARS]
+    props = ((tool.get("inputSchema") or {}).get("properties") or {})
+    params = []
+    if isinstance(props, dict):
+        for pname, schema in props.items():
+            pdesc = schema.get("description", "") if isinstance(schema, dict) else ""
+            params.append(f"{words_text(str(pname))} {str(pdesc)[:_PARAM_DESC_CHARS]}")
+    return ToolDoc(name=str(tool["name"]), title=str(title), description=desc, params=" ".join(params),
+                   tags=" ".join(words_text(t) for t in tags), path=words_text(path),
+                   prefix=prefix if str(tool["name"]).startswith(prefix) else "")
+
+
+def _quote(phrase: str) -> str:
+    return '"' + phrase.replace('"', '""') + '"'
+
+
+class SearchIndex:
+    """An in-memory FTS5 index of tools; see the module docstring for the contract."""
+
+    def __init__(self) -> None:
+        self._db = sqlite3.connect(":memory:", check_same_thread=False)
+        cols = ", ".join(_COLUMNS)
+        self._db.execute(f"CREATE VIRTUAL TABLE tools USING fts5({cols}, tokenize='porter unicode61')")
+        self._rowids: dict[str, int] = {}
+        self._names: dict[int, str] = {}
+        self._prints: dict[str, str] = {}
+        # The words of each tool's name and title, stemmed like FTS5 would not: kept as split
+        # words for the coverage re-rank (prefix match approximates stemming).
+        self._head: dict[str, str] = {}
+        self._name_words: dict[str, list[str]] = {}
+        self._next = 1
+        self._len = 0
+        self._dfs: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._rowids)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def sync(self, docs: Iterable[ToolDoc]) -> tuple[int, int]:
+        """Make the index hold exactly *docs*; returns (rows written, rows deleted)."""
+        wanted = {d.name: d for d in docs}
+        gone = [n for n in self._rowids if n not in wanted]
+        changed = [d for d in wanted.values() if self._prints.get(d.name) != d.fingerprint()]
+        with self._db:
+            for name in gone:
+                self._delete(name)
+            for doc in changed:
+                if doc.name in self._rowids:
+                    self._delete(doc.name)
+                self._insert(doc)
+        if gone or changed:
+            self._dfs.clear()
+            self._len = len(self._rowids)
+        return len(changed), len(gone)
+
+    def _delete(self, name: str) -> None:
+        rowid = self._rowids.pop(name)
+        del self._names[rowid], self._prints[name], self._head[name], self._name_words[name]
+        self._db.execute("DELETE FROM tools WHERE rowid = ?", (rowid,))
+
+    def _insert(self, doc: ToolDoc) -> None:
+        rowid, self._next = self._next, self._next + 1
+        local = doc.name[len(doc.prefix):]
+        self._db.execute(
+            "INSERT INTO tools (rowid, name, title, tags, path, description, params) VALUES (?,?,?,?,?,?,?)",
+            (rowid, words_text(local), doc.title, doc.tags, doc.path, doc.description, doc.params))
+        self._rowids[doc.name], self._names[rowid] = rowid, doc.name
+        self._prints[doc.name] = doc.fingerprint()
+        self._head[doc.name] = " " + " ".join(split_words(f"{local} {doc.title}"))
+        self._name_words[doc.name] = [_stem_prefix(w) for w in split_words(_local(local))]
+
+    def search(self, query: str, limit: int = 8,
+               visible: Callable[[str], bool] | None = None) -> list[SearchHit]:
+        """The best *limit* tools for *query* among those *visible* allows, best first."""
+        limit = max(1, min(int(limit), MAX_LIMIT))
+        concepts = expand(query[:MAX_QUERY])
+        if not concepts:
+            return []
+        # A phrase in more than half the tools adds nothing to BM25 (FTS5 clamps its IDF to ~0)
+        # but makes FTS5 score thousands of rows: it picks no candidates, yet counts in the re-rank.
+        phrases = [p for c in concepts for p in c.phrases]
+        common = self._len // 2
+        expr = " OR ".join(_quote(p) for p in phrases if self._df(p) <= common) or \
+            " OR ".join(_quote(p) for p in phrases)
+        weights = ", ".join(str(w) for w in _WEIGHTS)
+        cur = self._db.execute(
+            f"SELECT rowid, bm25(tools, {weights}) AS s FROM tools WHERE tools MATCH ? ORDER BY s", (expr,))
+        pool: list[tuple[str, float]] = []
+        want = max(_CANDIDATES, limit)
+        for rowid, score in cur:
+            name = self._names[rowid]
+            if visible is None or visible(name):
+                pool.append((name, -score))
+                if len(pool) >= want:
+                    break
+        cur.close()
+        return self._rerank(pool, concepts)[:limit]
+
+    def _df(self, phrase: str) -> int:
+        """How many tools match *phrase* (cached until the index changes; the cache is bounded)."""
+        n = self._dfs.get(phrase)
+        if n is None:
+            if len(self._dfs) >= _DF_CACHE:
+                self._dfs.clear()
+            n = self._dfs[phrase] = self._db.execute(
+                "SELECT count(*) FROM tools WHERE tools MATCH ?", (_quote(phrase),)).fetchone()[0]
+        return n
+
+    def _rerank(self, pool: Sequence[tuple[str, float]], concepts: Sequence[Concept]) -> list[SearchHit]:
+        if not pool:
+            return []
+        top = max(s for _, s in pool) or 1.0
+        asks_verb = any(c.verb for c in concepts)
+        # Each concept's phrases as (" word word", {words}) with plurals folded, computed once.
+        forms = [[_phrase_form(p) for p in c.phrases] for c in concepts]
+        hits = []
+        for name, score in pool:
+            head = self._head[name]
+            words = self._name_words[name]
+            said: set[str] = set()
+            covered = 0
+            for concept_forms in forms:
+                hit = False
+                for text, phrase_words in concept_forms:
+                    if text in head:
+                        hit = True
+                        said |= phrase_words
+                covered += hit
+            # Name words nobody asked for: "issues_create" beats "issues_create-for-org-and-enterprise".
+            extra = (sum(1 for w in words if not any(_related(w, p) for p in said)) / len(words)) if words else 0.0
+            # No action asked for: a question ("the repo's branches?") is a read.
+            read = 0.0 if asks_verb or not words or words[0] not in ("list", "get") else _READ_PRIOR
+            hits.append(SearchHit(name, _BM25_SHARE * score / top + covered / len(concepts)
+                                  - _EXTRA_PENALTY * extra + read))
+        hits.sort(key=lambda h: -h.score)
+        return hits
+
+
+def _phrase_form(phrase: str) -> tuple[str, frozenset[str]]:
+    # " pull request" matches " pull requests" in a head: word-prefix match stands in for stemming.
+    words = [_stem_prefix(w) for w in split_words(phrase)]
+    return " " + " ".join(words), frozenset(words)
+
+
+def _related(word: str, other: str) -> bool:
+    return word.startswith(other) or other.startswith(word)
+
+
+def _stem_prefix(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def _local(name: str) -> str:
+    # "repos_list-branches" → "list-branches": the part before the first "_" is a namespace
+    # (a connector prefix or an OpenAPI tag) when the rest still says something.
+    head, sep, rest = name.partition("_")
+    return rest if sep and rest else name

@@ -1,0 +1,171 @@
+"""How people ask → how API descriptions say it.
+
+Callers say "PR", "ticket", "pipeline", "ship"; specs say "pull request", "issue", "workflow run",
+"release". :func:`expand` turns a query into *concepts*: each is the caller's word (or phrase) plus
+the spec words that mean the same, and the ranker scores a tool by the concepts it matches.
+
+The map is a general DevOps/API vocabulary (source hosting, CI, tickets, deploys, people, verbs),
+not a list of one spec's operation names. Keys and alternatives are lower-case word sequences as
+:func:`gateway.discovery.words.split_words` yields them; alternatives are phrases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.discovery.words import split_words
+
+__all__ = ["Concept", "expand", "STOPWORDS", "SYNONYMS", "VERBS"]
+
+# Words that carry no intent in a request ("show me the ...", "what is ...").
+STOPWORDS = frozenset("""
+a an the me my mine i we our us you your it its this that these those is are was were be been being
+am do does did to of for in on at by with from into onto about as and or but so than then there
+here what which who whom whose how many much any some all every each please can could would should
+will shall may might must just still yet now right currently lately recently really very also
+has have had having let lets one ones up out them they their thing things get give show want need
+""".split())
+
+# Verbs are mapped to the CRUD words specs use; nouns to the spec's nouns. "get", "show", "give"
+# are stop words above: every read operation says "get"/"list", so they rank nothing.
+SYNONYMS: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
+
+
+def _add(keys: str, alts: str) -> None:
+    """``_add("pr,prs", "pull request,pull")``: each key means any of the phrases. ``+`` joins
+    concepts a key carries at once: ``_add("ship", "release + create")`` (ship = create a release)."""
+    groups = tuple(tuple(a.strip() for a in g.split(",") if a.strip()) for g in alts.split("+"))
+    for key in keys.split(","):
+        SYNONYMS[tuple(split_words(key))] = groups
+
+
+# --- code review and source hosting
+_add("pr,prs,mr,mrs,merge request,merge requests,patch,patches", "pull request,pull")
+_add("land,ship it", "merge")
+_add("repo,repos,project,projects,codebase", "repository,repo")
+_add("org,orgs,company,organisation", "organization,org")
+_add("diff,difference,differences", "compare")
+_add("grep", "search code,code")
+_add("branch", "branch,ref")
+_add("commit,sha,revision", "commit,ref")
+_add("fork", "fork")
+_add("sync", "merge upstream,sync")
+_add("file,files", "file,content,contents")
+_add("snippet,paste", "gist")
+_add("star,bookmark", "star")
+_add("readme", "readme")
+# --- tickets
+_add("ticket,tickets,bug,bugs,incident,incidents,task,tasks", "issue")
+_add("tag,tag as,tag with,categorize,categorise", "label,tag")
+_add("sprint,sprints,deadline", "milestone")
+_add("thumbs up,upvote,like,emoji,+1", "reaction")
+_add("reply,note", "comment")
+_add("discussion,conversation,thread", "issue,lock,conversation")
+# --- CI/CD
+_add("pipeline,pipelines,ci,build,builds", "workflow run,workflow,actions,check")
+_add("job", "job,workflow run")
+_add("ship", "release + create")
+_add("shipped,version,versions", "release")
+_add("last,latest,newest,most recent,current", "latest")
+_add("deploy,deployed,deploys,deploying,rollout", "deployment")
+_add("green,passing,passed,failing,red,status", "status,check")
+_add("logs,log,output", "log,logs")
+_add("machine,machines,agent,agents,worker,workers", "runner")
+_add("hosted ourselves,our own", "self hosted")
+_add("artifact,artifacts,binary,binaries", "artifact")
+_add("nightly,cron,scheduled", "workflow")
+_add("site,website,docs site", "pages")
+_add("hook,hooks,callback,callbacks,notify", "webhook,hook")
+# --- security
+_add("vulnerable,vulnerability,vulnerabilities,cve,cves", "dependabot alert,dependabot,advisory")
+_add("leaked,leak,password,passwords,credential,credentials,token,tokens", "secret scanning,secret")
+_add("static analysis,sast,lint,linter", "code scanning")
+_add("throttled,throttle,quota,api calls", "rate limit")
+_add("protect,protection,require reviews,guard", "protection")
+# --- people
+_add("person,people,someone,employee,employees,colleague,coworker", "user,member")
+_add("access,permission,permissions,write access,push", "collaborator,permission")
+_add("logged in,who am i,myself,my account,i am", "authenticated user,authenticated")
+_add("inbox,unread,notifications", "notification")
+_add("contributed,contributors,authors", "contributor")
+_add("looked at,visits,visitors,traffic,views", "views,traffic")
+_add("languages,language,written in", "language")
+# --- verbs
+_add("open,make,new,add,start,begin,file a,raise,set up,leave,post,write,share,record,plan", "create")
+_add("kick off,trigger,run by hand,launch,fire", "dispatch,create")
+_add("retry,rerun,re run,restart,redo", "re run,rerun,rerequest")
+_add("stop,abort,kill,halt", "cancel")
+_add("remove,drop,destroy,erase,kick,kick out,clean up", "delete,remove")
+_add("close,reopen,edit,change,modify,archive", "update")
+_add("list,show all,which,enumerate,what are", "list")
+_add("find,look for,look up,search for,search", "search")
+_add("who is in,members,membership,belongs to", "member")
+_add("fetch,read,see,view,look at,download", "get,download")
+_add("resend,redeliver,replay", "redeliver")
+_add("move,hand over", "transfer")
+_add("turn off,switch off,pause", "disable")
+_add("turn on,switch on,resume", "enable")
+_add("approve,sign off,lgtm", "approve,review")
+_add("assign,give to,hand to", "assignee,assign")
+_add("publish", "create,release,pages")
+
+
+@dataclass(frozen=True, slots=True)
+class Concept:
+    """One thing the caller asked for: their words plus the spec phrases meaning the same.
+    ``verb`` marks an action (create, list, delete, ...) rather than a thing."""
+
+    said: str
+    phrases: tuple[str, ...]
+
+    @property
+    def verb(self) -> bool:
+        return any(p in VERBS for p in self.phrases)
+
+
+def _stem(word: str) -> str:
+    # Only for looking words up in SYNONYMS ("tickets" finds "ticket"); FTS5 stems the index.
+    for suffix in ("ies", "es", "s"):
+        if len(word) > 4 and word.endswith(suffix):
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+# The action words specs name operations with.
+VERBS = frozenset({"create", "list", "get", "delete", "remove", "update", "cancel", "re run", "rerun",
+                   "rerequest", "dispatch", "download", "search", "redeliver", "transfer", "disable",
+                   "enable", "approve", "merge", "set", "add"})
+
+_MAX_KEY = max(len(k) for k in SYNONYMS)
+
+
+def expand(query: str) -> list[Concept]:
+    """The concepts of *query*: longest synonym keys first, stop words dropped, order kept."""
+    words = split_words(query)
+    out: list[Concept] = []
+    i = 0
+    while i < len(words):
+        for n in range(min(_MAX_KEY, len(words) - i), 0, -1):
+            key = tuple(words[i:i + n])
+            alts = SYNONYMS.get(key) or (SYNONYMS.get((_stem(key[0]),)) if n == 1 else None)
+            if alts:
+                said = " ".join(key)
+                for j, group in enumerate(alts):
+                    # The caller's own word counts for the first concept it stands for.
+                    keep = j == 0 and said not in STOPWORDS
+                    out.append(Concept(said, (said, *[a for a in group if a != said]) if keep else group))
+                i += n
+                break
+        else:
+            if words[i] not in STOPWORDS and len(words[i]) > 1:
+                out.append(Concept(words[i], (words[i],)))
+            i += 1
+    # "make a new repo": one action asked for once, not twice.
+    seen: set[frozenset[str]] = set()
+    kept = []
+    for c in out:
+        means = frozenset(p for p in c.phrases if p != c.said) or frozenset(c.phrases)
+        if means not in seen:
+            seen.add(means)
+            kept.append(c)
+    return kept
