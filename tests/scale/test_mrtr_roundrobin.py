@@ -3,6 +3,7 @@ upstream asked mid-call) is resumed by a retry landing on another, routed over t
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import aiohttp
@@ -74,3 +75,31 @@ async def test_a_retry_for_a_replica_that_is_gone_gets_a_clear_error_at_once() -
         async with http.post(gws[1].mcp_url, json=retry, headers=headers) as resp:
             body = await resp.json()
         assert body["error"]["code"] == -32602 and "replica running the call" in body["error"]["message"], body
+
+
+async def test_a_listen_stream_opened_through_the_proxy_gets_list_changes() -> None:
+    """``subscriptions/listen`` may land on any replica: every replica announces its own catalog
+    changes to the listeners it holds (each has its own connectors), so the stream hears them."""
+    from tests.e2e.test_modern_http import _events, _headers
+    from tests.e2e.test_modern_http import _message as modern_message
+
+    async with replicas(CONFIG + shared_state()) as gws, roundrobin_proxy([g.url for g in gws]) as url, \
+            aiohttp.ClientSession() as http:
+        streams: list[aiohttp.ClientResponse] = []
+        for rid in range(3):  # three listen streams, one on each replica
+            msg = modern_message(rid, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+            resp = await http.post(url + "/mcp", json=msg, headers=_headers(msg))
+            streams.append(resp)
+            events = _events(resp)
+            ack = await asyncio.wait_for(events.__anext__(), 5)
+            assert ack["method"] == "notifications/subscriptions/acknowledged"
+            held = sum(len(g.gateway.listeners) for g in gws)
+            assert held == rid + 1
+            if rid == 2:
+                assert all(len(g.gateway.listeners) == 1 for g in gws)  # round robin: one on each
+                for g in gws:
+                    g.gateway.connectors["kit"].add_tool("added")  # type: ignore[attr-defined]
+                change = await asyncio.wait_for(events.__anext__(), 5)
+                assert change["method"] == "notifications/tools/list_changed"
+        for resp in streams:
+            resp.close()

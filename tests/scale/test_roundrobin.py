@@ -135,7 +135,7 @@ async def test_notifications_reach_the_get_stream_on_another_replica() -> None:
         assert isinstance(received[0], types.ToolListChangedNotification)
 
 
-async def test_delete_ends_the_session_everywhere_and_the_binding_holds() -> None:
+async def test_delete_ends_the_session_everywhere() -> None:
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
