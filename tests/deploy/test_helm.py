@@ -1,8 +1,9 @@
 """The Helm chart (deploy/helm/mcp-gateway): `helm lint --strict` passes; `helm template` renders
 objects that pass the Kubernetes schemas and the same deploy checks as the kustomize overlays;
 with its defaults it renders what the kustomize base (with the monitoring component) renders, from
-the same files; its options (router, autoscaling, Secret, monitoring, release name) render sound
-objects. The helm binary comes from `make .tools/helm` (tests/deploy/helm_binary.py)."""
+the same files, and given the production overlay's gateway.yaml (a shared state store) what that
+overlay renders for the gateway (no sticky router); its options (state store, router, autoscaling,
+Secret, monitoring, release name) render sound objects. The helm binary comes from `make .tools/helm` (tests/deploy/helm_binary.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from tests.deploy.manifests import (
     check_monitoring_labels,
     helm_run,
     helm_template,
+    of_kind,
+    render,
     render_with,
     secret_example_keys,
     validate,
@@ -174,3 +177,79 @@ def test_values_schema_refuses_a_typo(helm_home):
     proc = helm_run(["template", "mcp-gateway", str(CHART), "-n", NAMESPACE, "--set", "autoscalling.enabled=false"],
                     helm_home)
     assert proc.returncode != 0 and "autoscalling" in proc.stderr
+
+
+# -- a shared state store (deploy/README.md, "Several replicas") -----------------------------------
+PRODUCTION = KUSTOMIZE / "overlays" / "production"
+PRODUCTION_VALUES = ("--set", "autoscaling.minReplicas=3", "--set", "autoscaling.maxReplicas=20",
+                     "--set", "resources.requests.cpu=500m", "--set", "resources.requests.memory=256Mi",
+                     "--set-string", "resources.limits.cpu=2", "--set", "resources.limits.memory=1Gi",
+                     "--set", "topologySpreadKey=topology.kubernetes.io/zone")
+
+
+def served_config(docs: Docs) -> Any:
+    text = by_kind(docs, "ConfigMap", "mcp-gateway-config")["data"]["gateway.yaml"]
+    return parse_config(text, env={"MCP_GATEWAY_CURSOR_SECRET": "s", "MCP_GATEWAY_API_KEY": "k",
+                                   "AUDIT_DB_PASSWORD": "p"})
+
+
+def test_state_store_value_shares_sessions_and_drops_the_router(helm_home):
+    """state.store: the served config carries it (the base file's comments kept), the sticky
+    router is not rendered, and the Service and NetworkPolicy let clients reach any gateway pod."""
+    docs = helm_template(helm_home, "--set", "state.store=redis://redis:6379/1")
+    for doc in docs:
+        validate(doc)
+    assert all_checks(docs, EXTERNAL) == []
+    config = served_config(docs)
+    assert config.state.store == "redis://redis:6379/1" and config.state.shared
+    text = by_kind(docs, "ConfigMap", "mcp-gateway-config")["data"]["gateway.yaml"]
+    assert text.startswith((CHART / "files" / "gateway.yaml").read_text().rstrip("\n"))
+    names = {(d["kind"], d["metadata"]["name"]) for d in docs}
+    assert not {n for n in names if "router" in n[1]}, names
+    assert by_kind(docs, "Service", "mcp-gateway")["spec"]["selector"]["app.kubernetes.io/component"] == "gateway"
+    http_rule = by_kind(docs, "NetworkPolicy", "mcp-gateway")["spec"]["ingress"][0]
+    assert "from" not in http_rule and http_rule["ports"][0]["port"] == "http"
+
+
+def test_production_config_renders_what_the_production_overlay_renders(helm_home, tmp_path):
+    """The chart given the production overlay's gateway.yaml (which sets state.store itself) and
+    its sizes renders, object by object, what the overlay renders for the gateway: plain Service,
+    no router. The overlay's Redis and PostgreSQL are not the chart's (bring your own)."""
+    docs = helm_template(helm_home, "--set-file", f"config={PRODUCTION / 'gateway.yaml'}", *PRODUCTION_VALUES)
+    assert all_checks(docs, EXTERNAL) == []
+    assert served_config(docs).state.shared
+    helm = normalized(docs)
+    overlay = normalized(render(PRODUCTION))
+    assert set(helm) <= set(overlay), set(helm) - set(overlay)
+    for key, obj in helm.items():
+        assert obj == overlay[key], key
+    assert {k for k in overlay if "router" in k[1]} == set()
+
+
+def test_router_setting_overrides_auto(helm_home):
+    shared = helm_template(helm_home, "--set", "state.store=redis://redis:6379/1", "--set", "router.enabled=true")
+    assert by_kind(shared, "StatefulSet", "mcp-gateway-router")
+    assert by_kind(shared, "Service", "mcp-gateway")["spec"]["selector"]["app.kubernetes.io/component"] == "router"
+    assert all_checks(shared, EXTERNAL) == []
+    memory = helm_template(helm_home, "--set", "router.enabled=false")
+    assert not of_kind(memory, "StatefulSet")
+    assert by_kind(memory, "Service", "mcp-gateway")["spec"]["selector"]["app.kubernetes.io/component"] == "gateway"
+
+
+def test_state_store_mistakes_fail_the_render(helm_home, tmp_path):
+    def fails(*args: str) -> str:
+        proc = helm_run(["template", "mcp-gateway", str(CHART), "-n", NAMESPACE, *args], helm_home)
+        assert proc.returncode != 0, proc.stdout
+        return proc.stderr
+
+    # Two sources for the store: the config's state: section and the value.
+    assert "set the store in one place" in fails("--set-file", f"config={PRODUCTION / 'gateway.yaml'}",
+                                                 "--set", "state.store=redis://other:6379/0")
+    # A shared store without a shared cursor secret: replicas would reject each other's cursors.
+    own = tmp_path / "gateway.yaml"
+    own.write_text("gateway: {name: own}\ntelemetry: {metrics: true, metrics_port: 9090}\nconnectors: []\n")
+    assert "gateway.cursor_secret is required" in fails("--set-file", f"config={own}",
+                                                         "--set", "state.store=redis://redis:6379/1")
+    # Not a store URL (values.schema.json).
+    assert "/state/store" in fails("--set", "state.store=mysql://db/1")
+    assert "/router/enabled" in fails("--set", "router.enabled=maybe")

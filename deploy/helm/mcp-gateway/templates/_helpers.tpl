@@ -42,9 +42,42 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
 {{- end }}
 
-{{/* gateway.yaml as served: .Values.config, or the base's file. */}}
-{{- define "mcp-gateway.config" -}}
+{{/* gateway.yaml as given: .Values.config, or the base's file. */}}
+{{- define "mcp-gateway.configSource" -}}
 {{- if .Values.config }}{{ .Values.config }}{{ else }}{{ .Files.Get "files/gateway.yaml" }}{{ end }}
+{{- end }}
+
+{{/* gateway.yaml as served: the source, plus a `state:` section with .Values.state.store when that
+is set. Appended as text (not re-serialized) so the file keeps its comments and order. A config
+that already has a `state:` section must carry the store itself: two sources would disagree. */}}
+{{- define "mcp-gateway.config" -}}
+{{- $source := include "mcp-gateway.configSource" . }}
+{{- if .Values.state.store }}
+{{- $parsed := fromYaml $source }}
+{{- if hasKey $parsed "state" }}
+{{- fail (printf "config has a state: section and state.store is set too (%s): set the store in one place (in the config's state: section, or only state.store)" .Values.state.store) }}
+{{- end }}
+{{- printf "%s\n# Added by the Helm chart from the value state.store.\nstate:\n  store: %s\n" (trimSuffix "\n" $source) (.Values.state.store | quote) }}
+{{- else }}
+{{- $source }}
+{{- end }}
+{{- end }}
+
+{{/* The store replicas share sessions and routing through (gateway.yaml's state.store, after
+.Values.state.store is applied): "memory" means nothing is shared. */}}
+{{- define "mcp-gateway.stateStore" -}}
+{{- $parsed := fromYaml (include "mcp-gateway.configSource" .) }}
+{{- default (dig "state" "store" "memory" $parsed) .Values.state.store }}
+{{- end }}
+
+{{/* "true" when the sticky router is deployed. router.enabled: auto (the default) deploys it only
+when sessions live in one process (state store memory): with a shared store any replica serves
+any request, so the Service selects the gateway pods directly. */}}
+{{- define "mcp-gateway.routerEnabled" -}}
+{{- if eq (toString .Values.router.enabled) "auto" }}
+{{- if eq (include "mcp-gateway.stateStore" .) "memory" }}true{{ end }}
+{{- else if .Values.router.enabled }}true
+{{- end }}
 {{- end }}
 
 {{/* True when the Prometheus Operator's API is served (or passed with --api-versions). */}}
