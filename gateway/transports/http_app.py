@@ -48,6 +48,7 @@ from .http_server import probe_only, skip_lingering
 from .modern_http import ModernHost, ModernHTTP
 from .quota import SessionQuota
 from .replicas import SharedSessions
+from .sse import ROUTED_KIND as SSE_ROUTED
 from .sse import LegacySSE
 from .streamable_http import StreamableHTTP, rpc_error
 
@@ -219,7 +220,8 @@ def build_app(host: HttpHost) -> web.Application:
     shared = SharedSessions(host.state, host.session_record, lambda: host.config.gateway.session_idle_timeout_s) \
         if host.state.shared else None
     streamable = StreamableHTTP(host, http, ModernHTTP(host, http), quota, shared)
-    legacy = LegacySSE(host, http, quota=quota)
+    legacy = LegacySSE(host, http, quota=quota, store=host.state,
+                       record_ttl_s=host.config.gateway.session_idle_timeout_s)
     app[HTTP_KEY] = streamable
     app[SSE_KEY] = legacy
     app[QUOTA_KEY] = quota
@@ -274,6 +276,7 @@ def build_app(host: HttpHost) -> web.Application:
         # Messages other replicas route here (a no-op with the memory store).
         for kind in ("response", "cancel", "notify", "refresh", "closed"):
             host.bus.on(kind, streamable.deliver)
+        host.bus.on(SSE_ROUTED, legacy.deliver)
         await host.state.start(host.bus.deliver)
         yield
         task.cancel()
