@@ -53,9 +53,9 @@ node_modules/.installed: package.json
 # haproxy (the router's config check) and promtool (the alert rules' unit tests) are on no Python or
 # npm registry: they come from Debian's packages, installed once when missing (needs root, as CI is).
 .tools/debian-peers:
-	@command -v haproxy >/dev/null && command -v promtool >/dev/null || \
+	@command -v haproxy >/dev/null && command -v promtool >/dev/null && command -v chromium >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-			haproxy prometheus >/dev/null)
+			haproxy prometheus chromium fonts-dejavu-core >/dev/null)
 	mkdir -p .tools && touch $@
 
 .tools/helm: tests/deploy/helm_binary.py

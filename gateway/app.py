@@ -58,6 +58,7 @@ from gateway.state import StateStore, make_store
 from gateway.state.bus import Bus
 from gateway.state.records import restore, session_record
 from gateway.stateless import StatelessSession
+from gateway.status import StatusQuery, StatusView, collect, respond
 from gateway.subscriptions import Subscriptions
 from gateway.tasks import TASK_METHODS, TASKS_EXTENSION, TaskHandles, TaskRouter
 from gateway.telemetry import metrics, tracing
@@ -181,6 +182,7 @@ class Gateway:
         self._last_activity = 0.0
         self._activity = asyncio.Event()
         self.started_at = 0.0
+        self.config_loaded_at = 0.0  # epoch seconds of the start or reload that installed self.config
         self._metrics_server: web.AppRunner | None = None
         self._metrics_port: int | None = None
         self._rebuild_handle: asyncio.Handle | None = None
@@ -214,7 +216,7 @@ class Gateway:
         if not serving:
             return
         self.spawn(self._probe_backends())
-        self.started_at = time.time()
+        self.started_at = self.config_loaded_at = time.time()
         self.ready = True
         log.info("gateway %s ready: %s", self.config.gateway.name,
                  ", ".join(f"{k}={v}" for k, v in self.catalog.counts().items()))
@@ -306,7 +308,8 @@ class Gateway:
             self._metrics_server = None
         if port is not None:
             try:
-                self._metrics_server = await start_metrics_server(self.config.gateway.http.host, port, self.health)
+                self._metrics_server = await start_metrics_server(self.config.gateway.http.host, port, self.health,
+                                                                  self._status_on_metrics_port)
             except OSError as exc:  # the port is taken: a config problem, said as one
                 raise ConfigError(f"cannot serve /metrics on port {port}: {exc.strerror or exc}",
                                   "telemetry.metrics_port") from None
@@ -348,6 +351,7 @@ class Gateway:
                 await self._start_metrics()
         else:  # a connector's timeout_s, the identity or the cache hints may have changed
             self.dispatcher = self._dispatcher(self.filters)
+        self.config_loaded_at = time.time()
         self._announce(changed)
         log.info("config reloaded: started %s, stopped %s, kept %s", sorted(started), to_stop, kept)
         return {"started": sorted(started), "stopped": to_stop, "kept": kept}
@@ -556,6 +560,17 @@ class Gateway:
         except ProtocolError:
             return None
         return schema if isinstance(schema, dict) else None
+
+    # -- the operator's status page ------------------------------------------------------------
+    async def status(self, query: StatusQuery) -> StatusView:
+        """What ``/status`` shows now (:mod:`gateway.status`)."""
+        return await collect(self, query)
+
+    async def _status_on_metrics_port(self, request: web.Request) -> web.StreamResponse:
+        # The metrics port is the operator's (as its /readyz detail is): no credential asked.
+        if not self.config.status.enabled:
+            raise web.HTTPNotFound()
+        return await respond(request, self.status)
 
     # -- health -------------------------------------------------------------------------------
     def health(self) -> dict[str, Any]:

@@ -257,7 +257,9 @@ async def _probe_redis(config: GatewayConfig, timeout_s: float) -> Probe:
     from gateway.filters.ratelimit import RedisBackend
 
     subject = f"rate-limit backend {_redacted(config.rate_limits.backend)}"
-    backend = RedisBackend(config.rate_limits.backend, config.rate_limits.redis_prefix)
+    # The probe asks "reachable?" within the deep check's own budget, not within the serving
+    # decision timeout (tens of ms), which a busy host or a first connection can exceed.
+    backend = RedisBackend(config.rate_limits.backend, config.rate_limits.redis_prefix, timeout_s=timeout_s)
     try:
         async with asyncio.timeout(timeout_s):
             await backend.check([], [])  # one round trip through the limiter's own script

@@ -40,6 +40,7 @@ __all__ = [
     "ApiKeyConfig",
     "JwtConfig",
     "AuthConfig",
+    "StatusConfig",
     "AccessRule",
     "RateLimitRule",
     "RateLimitConfig",
@@ -323,6 +324,15 @@ class StateConfig(Model):
         return self.store != "memory"
 
 
+class StatusConfig(Model):
+    """``/status``, the operator's HTML page: on the metrics port when it has one (no credential,
+    like its ``/readyz``); on the main port to a caller whose principal matches ``principals``
+    (``*``, ``group:<g>`` or a name) when auth is on, to anyone when auth is off."""
+
+    enabled: bool = True
+    principals: tuple[str, ...] = ()
+
+
 class GatewayConfig(Model):
     gateway: GatewaySection = GatewaySection()
     connectors: tuple[ConnectorConfig, ...] = ()
@@ -332,6 +342,7 @@ class GatewayConfig(Model):
     audit: AuditConfig = AuditConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     state: StateConfig = StateConfig()
+    status: StatusConfig = StatusConfig()
     # The default `egress:` of every connector kind that has one (openapi; mcp over HTTP): a
     # connector's own block replaces the keys it sets and inherits the others.
     egress: EgressConfig = EgressConfig()

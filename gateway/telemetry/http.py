@@ -6,8 +6,8 @@
   on their own port, which a NetworkPolicy can open to the monitoring namespace alone, and the
   public port does not reveal tool names.
 * :func:`start_metrics_server` serves ``/metrics``, a trivial ``/healthz`` and ``/readyz`` with
-  the full detail (connectors, their errors, sessions: see :func:`readiness`) on
-  ``telemetry.metrics_port``; the gateway starts it and stops it after the last request.
+  the full detail (connectors, their errors, sessions: see :func:`readiness`) and, given its
+  handler, the status page (:mod:`gateway.status`) on ``telemetry.metrics_port``; the gateway starts it and stops it after the last request.
 
 The exposition is rendered in a worker thread: the process collector reads /proc, and a large
 registry takes milliseconds to render, neither of which should stall the event loop serving MCP.
@@ -74,12 +74,15 @@ async def _healthz(request: web.Request) -> web.Response:
     return web.Response(text="ok")
 
 
-async def start_metrics_server(host: str, port: int, health: Callable[[], dict[str, Any]] | None = None) -> web.AppRunner:
-    """Serve ``/metrics`` on ``port`` of ``host`` (the gateway's own host), and ``/readyz`` with
-    the detail ``health()`` returns; returns the runner, whose ``cleanup()`` stops it. Port 0
-    picks a free port: see ``runner.addresses``."""
+async def start_metrics_server(host: str, port: int, health: Callable[[], dict[str, Any]] | None = None,
+                               status: Handler | None = None) -> web.AppRunner:
+    """Serve ``/metrics`` on ``port`` of ``host`` (the gateway's own host), ``/readyz`` with
+    the detail ``health()`` returns and ``/status`` served by ``status``; returns the runner, whose
+    ``cleanup()`` stops it. Port 0 picks a free port: see ``runner.addresses``."""
     app = web.Application()
     app.router.add_get("/metrics", metrics_handler)
+    if status is not None:
+        app.router.add_get("/status", status)
     app.router.add_get("/healthz", _healthz)
     if health is not None:
         ready = health

@@ -6,7 +6,9 @@ with ``{"status": ...}`` alone; ``?strict=1`` also fails when any connector is d
 ``?verbose=1`` adds each connector's health and error and the session count, and takes a
 credential when auth is on, as the metrics port's ``/readyz`` does not),
 ``/.well-known/oauth-protected-resource`` and, unless metrics are off or have a port of their
-own, ``/metrics`` (it names tools and connectors: with auth on it takes a credential).
+own, ``/metrics`` (it names tools and connectors: with auth on it takes a credential), and
+``/status`` (the operator's HTML page, :mod:`gateway.status`: Origin/Host checked like ``/mcp``;
+with auth on, a credential whose principal matches ``status.principals``, else 401/403).
 
 Guards on the MCP endpoints, before any session is touched: a connection admitted past
 ``gateway.http.max_connections`` for probes only is answered 503; Origin and Host validation
@@ -39,6 +41,8 @@ from gateway.context import Principal
 from gateway.protocol import jsonrpc
 from gateway.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST
 from gateway.state.bus import Bus
+from gateway.status.page import refusal, respond
+from gateway.status.view import StatusQuery, StatusView
 from gateway.telemetry import metrics
 from gateway.telemetry.http import add_routes as add_metrics_routes
 from gateway.telemetry.http import metrics_handler, readiness
@@ -72,6 +76,9 @@ class HttpHost(SessionFactory, ModernHost, Protocol):
 
     def health(self) -> dict[str, Any]:
         """Readiness detail: ``{"ready": bool, "connectors": {name: {"up": bool, ...}}, ...}``."""
+
+    async def status(self, query: StatusQuery) -> StatusView:
+        """What the ``/status`` page shows now."""
 
 
 HOST_KEY: web.AppKey[HttpHost] = web.AppKey("host", HttpHost)
@@ -254,6 +261,24 @@ def build_app(host: HttpHost) -> web.Application:
     app.router.add_post("/messages/", _guarded(guard, legacy.post))
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+
+    async def status(request: web.Request) -> web.StreamResponse:
+        config = host.config
+        if not config.status.enabled:
+            raise web.HTTPNotFound()
+        refused = guard.check_origin_host(request)
+        if refused is not None:
+            return refused
+        principal = await guard.principal(request)
+        if isinstance(principal, web.Response):
+            return principal
+        # With auth off every caller is anonymous and the page is as open as /metrics; with auth
+        # on it shows what other principals did, so it takes an explicit grant.
+        if host.authenticator.enabled and not any(principal.matches(s) for s in config.status.principals):
+            return refusal(403, f"Forbidden: principal {principal.name!r} is not in status.principals")
+        return await respond(request, host.status)
+
+    app.router.add_get("/status", status)
 
     async def prm(request: web.Request) -> web.Response:
         base = f"{request.scheme}://{request.host}"
