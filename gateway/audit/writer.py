@@ -42,7 +42,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -307,11 +307,12 @@ class AuditWriter:
                     if not self.spill_path.exists() or self.spill_path.stat().st_size == 0:
                         break
                     os.replace(self.spill_path, self.replay_path)
-                events = _read_spill(self.replay_path)
-                size = self.config.batch_size
-                for i in range(0, len(events), size):
-                    await self.store.write(events[i:i + size])
-                count = len(events)
+                # Streamed one batch at a time: a 20,000-event outage held as one list left the
+                # process ~5 MB bigger for good (freed small objects do not go back to the OS).
+                count = 0
+                for batch in _read_spill(self.replay_path, self.config.batch_size):
+                    await self.store.write(batch)
+                    count += len(batch)
                 self.replay_path.unlink()
                 self.replayed += count
                 metrics.AUDIT_EVENTS_WRITTEN.labels("spill_replay").inc(count)
@@ -339,7 +340,12 @@ def _open_append(path: Path) -> IO[str]:
     return open(path, "a", encoding="utf-8")  # noqa: SIM115 - the writer owns and closes it
 
 
-def _read_spill(path: Path) -> list[dict[str, Any]]:
+def _read_spill(path: Path, batch_size: int) -> Iterator[list[dict[str, Any]]]:
+    """Yield the spilled events of ``path`` in batches of at most ``batch_size``.
+
+    Memory stays bounded by one batch whatever the file's size; the caller deletes the file only
+    after the last batch is stored, so an interrupted replay starts over (inserts are idempotent).
+    """
     events: list[dict[str, Any]] = []
     with open(path, encoding="utf-8") as fh:
         for line in fh:
@@ -351,4 +357,9 @@ def _read_spill(path: Path) -> list[dict[str, Any]]:
             except ValueError:
                 # A torn last line (killed mid-write) cannot be recovered; say so, keep the rest.
                 log.error("skipping unreadable spilled audit line: %.200s", line)
-    return events
+                continue
+            if len(events) >= batch_size:
+                yield events
+                events = []
+    if events:
+        yield events

@@ -159,3 +159,46 @@ async def test_a_trickle_of_events_is_committed_in_batches_not_one_by_one(tmp_pa
     store = AuditStore(f"sqlite:///{tmp_path / 'a.db'}")
     assert len(await store.query()) == 13
     await store.close()
+
+
+async def test_spill_replay_is_streamed_in_batches_not_loaded_whole(tmp_path: Path) -> None:
+    """Replaying a large spill file holds one batch at a time (issue 19 point 4).
+
+    Loading the whole file as one list grew the process for good after a 20,000-event outage;
+    the replay's peak Python allocation must stay far below what the whole file costs in memory.
+    tracemalloc counts allocations exactly, so the bound does not depend on timing or on the OS.
+    """
+    import tracemalloc
+
+    from gateway.audit.events import finalize, from_jsonable
+
+    writer = AuditWriter(_config(tmp_path, f"sqlite:///{tmp_path / 'a.db'}", batch_size=100))
+    await writer.start()
+    try:
+        writer.submit(_event(-1))  # warms the engine and its statement cache outside the measure
+        await asyncio.wait_for(writer.flush(), 10)
+        n = 5000
+        events = [finalize(_event(i), writer.redactor) for i in range(n)]
+        writer._spill(events)
+        del events
+        lines = (tmp_path / "spill.jsonl").read_text(encoding="utf-8").splitlines()
+        assert len(lines) == n
+        tracemalloc.start()
+        try:
+            whole = [from_jsonable(json.loads(line)) for line in lines]  # what loading it all costs
+            _, whole_peak = tracemalloc.get_traced_memory()
+            del whole, lines
+            tracemalloc.reset_peak()
+            base, _ = tracemalloc.get_traced_memory()
+            await writer._replay()  # what the writer does once the store answers again
+            _, replay_peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert writer.replayed == n and writer.store_up
+        rows = await writer.store.query(limit=n + 10)  # type: ignore[union-attr]
+        assert len(rows) == n + 1
+        assert not (tmp_path / "spill.jsonl").exists() and not writer.replay_path.exists()
+    finally:
+        await writer.stop()
+    # One batch is 2 % of the file; allow generous room for the driver's own buffers.
+    assert replay_peak - base < whole_peak / 4, (replay_peak - base, whole_peak)
