@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from mcp import types
+from mcp.client import ClientRequestContext
 
 from tests.support import RunningGateway, free_port, running_gateway
 
@@ -114,3 +116,13 @@ async def sse_events(resp: aiohttp.ClientResponse) -> AsyncIterator[tuple[str | 
         elif not line and (event_id is not None or data is not None):
             yield event_id, json.loads(data) if data else None
             event_id = data = None
+
+
+async def answer_in_upper_case(ctx: ClientRequestContext, params: types.CreateMessageRequestParams
+                               ) -> types.CreateMessageResult:
+    """A sampling callback for the round-robin tests: the question, upper-cased (so a test can
+    tell the answer reached the call that asked, through whichever replica it landed on)."""
+    question = params.messages[0].content
+    assert isinstance(question, types.TextContent)
+    return types.CreateMessageResult(role="assistant", model="t",
+                                     content=types.TextContent(type="text", text=question.text.upper()))

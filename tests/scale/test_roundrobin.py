@@ -9,12 +9,11 @@ from typing import Any
 import aiohttp
 import pytest
 from mcp import MCPError, types
-from mcp.client import ClientRequestContext
 
 from gateway.transports.http_app import HTTP_KEY
 from tests.e2e import testkit
 from tests.e2e.clients import CORE_ONLY, eventually, sdk_client
-from tests.scale.harness import replicas, roundrobin_proxy, shared_state
+from tests.scale.harness import answer_in_upper_case, replicas, roundrobin_proxy, shared_state
 
 CONFIG = CORE_ONLY + """
 gateway: {name: scaled, page_size: 5, cursor_secret: shared-by-replicas}
@@ -41,18 +40,11 @@ async def test_a_session_is_served_by_every_replica() -> None:
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append(value)
 
-    async def on_sampling(ctx: ClientRequestContext, params: types.CreateMessageRequestParams
-                          ) -> types.CreateMessageResult:
-        question = params.messages[0].content
-        assert isinstance(question, types.TextContent)
-        return types.CreateMessageResult(role="assistant", model="t",
-                                         content=types.TextContent(type="text", text=question.text.upper()))
-
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
         logs.append((params.level, params.data))
 
     async with replicas(CONFIG + shared_state()) as gws, roundrobin_proxy([g.url for g in gws]) as url, \
-            sdk_client("streamable_http", url=url, sampling_callback=on_sampling, logging_callback=on_log) as session:
+            sdk_client("streamable_http", url=url, sampling_callback=answer_in_upper_case, logging_callback=on_log) as session:
         names: list[str] = []
         cursor = None
         while True:  # cursors minted by one replica are read by another

@@ -9,11 +9,10 @@ import json
 import aiohttp
 import pytest
 from mcp import types
-from mcp.client import ClientRequestContext
 
 from tests.e2e import testkit
 from tests.e2e.clients import sdk_client
-from tests.scale.harness import replicas, roundrobin_proxy, shared_state
+from tests.scale.harness import answer_in_upper_case, replicas, roundrobin_proxy, shared_state
 from tests.scale.test_roundrobin import CONFIG, _text
 
 
@@ -30,15 +29,8 @@ async def test_sdk_sse_client_runs_a_session_through_roundrobin_replicas() -> No
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append(value)
 
-    async def on_sampling(ctx: ClientRequestContext, params: types.CreateMessageRequestParams
-                          ) -> types.CreateMessageResult:
-        question = params.messages[0].content
-        assert isinstance(question, types.TextContent)
-        return types.CreateMessageResult(role="assistant", model="t",
-                                         content=types.TextContent(type="text", text=question.text.upper()))
-
     async with replicas(CONFIG + shared_state()) as gws, roundrobin_proxy([g.url for g in gws]) as url, \
-            sdk_client("sse", url=url, sampling_callback=on_sampling) as session:
+            sdk_client("sse", url=url, sampling_callback=answer_in_upper_case) as session:
         names: list[str] = []
         cursor = None
         while True:
