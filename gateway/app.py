@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,9 +30,7 @@ from aiohttp import web
 
 from connectors.base import Connector, Health
 from connectors.registry import connector_class
-from gateway.audit.writer import AuditWriter
 from gateway.auth import Authenticator
-from gateway.auth.apikeys import secret_digests
 from gateway.catalog import Catalog
 from gateway.checks import policy_problems
 from gateway.config import AuthConfig, GatewayConfig, ServerRequestLimits, locate
@@ -40,17 +38,13 @@ from gateway.context import CallContext, LocalHandler, Principal
 from gateway.dispatch import MODERN_CATALOG_METHODS, CacheHints, Dispatcher
 from gateway.filters import Filter
 from gateway.filters.audit import AuditFilter
-from gateway.filters.auth import AccessFilter
-from gateway.filters.cache import ResponseCacheFilter
+from gateway.filters.chain import build_filters
 from gateway.filters.ratelimit import RateLimitFilter
-from gateway.filters.telemetry import TelemetryFilter
-from gateway.filters.timeout import TimeoutFilter
 from gateway.listeners import Listeners
 from gateway.mrtr import ParkedCalls
 from gateway.mrtr_remote import ParkedElsewhere
-from gateway.policy import AccessPolicy
 from gateway.protocol.cursors import CursorCodec
-from gateway.protocol.errors import ConfigError, GatewayError, InvalidParams, ProtocolError
+from gateway.protocol.errors import ConfigError, InvalidParams, ProtocolError
 from gateway.protocol.request_state import RequestStateCodec
 from gateway.protocol.versions import MODERN_VERSIONS
 from gateway.session import Send, Session
@@ -86,44 +80,6 @@ class Identity:
     name: str
     version: str
     instructions: str | None
-
-
-def build_filters(config: GatewayConfig, catalog: Catalog) -> list[Filter]:
-    """The filter chain, outermost first: telemetry → audit → auth → ratelimit → cache → timeout.
-
-    Each filter is built only when its feature is on, so a disabled feature costs nothing per
-    call. Telemetry is outermost so it also counts rejections; audit sits outside auth so denied
-    attempts are recorded; auth runs before rate limiting so limits key on the principal.
-    """
-    tracing.configure(config.telemetry)
-    chain: list[Filter] = []
-    if config.telemetry.metrics or tracing.enabled():
-        chain.append(TelemetryFilter(catalog, metrics_on=tracing.metrics_enabled(), principals=metrics.PrincipalLabels(
-            config.telemetry.metrics_principal_label, config.telemetry.metrics_max_principals)))
-    if config.audit.enabled:
-        digests = secret_digests(config.auth.api_keys, config.base_dir)
-        chain.append(AuditFilter(AuditWriter(config.audit, config.base_dir, digests)))
-    if config.access:
-        chain.append(AccessFilter(AccessPolicy(config.access), catalog.access_name, catalog.owner))
-    concurrency = {c.name: c.max_concurrency for c in config.connectors if c.max_concurrency}
-    if config.rate_limits.rules or concurrency:
-        chain.append(RateLimitFilter(config.rate_limits, catalog.owner, concurrency))
-    caches = {c.name: c.cache for c in config.connectors if c.cache is not None}
-    if caches:
-        chain.append(ResponseCacheFilter(caches, _tool_lookup(catalog)))
-    chain.append(TimeoutFilter())
-    return chain
-
-
-def _tool_lookup(catalog: Catalog) -> Callable[[str], tuple[str, dict[str, Any]] | None]:
-    """The response cache's view of the catalog: a public tool's connector and definition."""
-    def lookup(name: str) -> tuple[str, dict[str, Any]] | None:
-        try:
-            entry = catalog.tool(name)
-        except GatewayError:
-            return None
-        return entry.connector.name, entry.wire
-    return lookup
 
 
 class _ConnectorEvents:

@@ -6,7 +6,7 @@ record (in ``ctx.record``), or pass a narrowed copy of the context (``dataclasse
 inward. A filter may also have ``async start()`` and ``async stop()``, which the gateway calls
 when the chain is installed and replaced.
 
-The chain is built explicitly by :func:`gateway.app.build_filters`, once at start-up and again on
+The chain is built explicitly by :func:`gateway.filters.chain.build_filters`, once at start-up and again on
 a reload that changes policy, outermost first:
 
     telemetry → audit → auth → ratelimit → cache → timeout → catalog
