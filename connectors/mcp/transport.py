@@ -20,12 +20,12 @@ body raises :class:`HTTPStatusError`, which era detection reads.
 from __future__ import annotations
 
 import abc
-import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from gateway.protocol.errors import BackendUnavailable, InternalError
+from gateway.protocol.jsonrpc import loads
 
 __all__ = ["Deliver", "OnLost", "TransportClosed", "SessionExpired", "RequestFailed", "ResponseTooLarge",
            "HTTPStatusError", "ClientTransport", "decode_payload", "MAX_LINE"]
@@ -75,7 +75,7 @@ def decode_payload(data: bytes | str, deliver: Deliver, related: str | int | Non
     """Decode one JSON-RPC frame (object or batch) and deliver each message; True if it held the
     response to ``related``."""
     try:
-        obj = json.loads(data)
+        obj = loads(data)
     except ValueError:
         log.warning("upstream %s sent a frame that is not JSON: %.200r", name, data)
         return False

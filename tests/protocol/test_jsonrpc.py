@@ -121,3 +121,63 @@ def test_tool_execution_error_is_a_result() -> None:
     err = ToolExecutionError("backend said 500", status=500, structured={"a": 1})
     assert err.to_result() == {"content": [{"type": "text", "text": "backend said 500"}], "isError": True,
                                "structuredContent": {"a": 1}}
+
+
+# The fast codec (orjson) must give what the standard library gives: the same values, the same
+# errors, the same bytes; what orjson cannot do exactly goes to the standard library.
+_TEXTS = [
+    b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"h\xc3\xa9"}}}',
+    b'{"id":123456789012345678901234567890,"n":-98765432109876543210}',  # past 64 bits: every digit kept
+    b'{"big":18446744073709551615,"neg":-9223372036854775808,"f":0.30000000000000004,"e":1E-7}',
+    b'{"a":1,"a":2}', b'"\\ud800"', b'"\\ud83d\\ude00"', b'[1e400]', b'{"x":NaN}', b'Infinity', b'-Infinity',
+    b'\xef\xbb\xbf{}', '{"s":"\ud800"}', "\ufeff{}", b'"\xed\xa0\x80"', b'"a\x01"', b"  [] \n", b"", b"{",
+    b"[" * 2000 + b"]" * 2000, b'{"k":"' + b"9" * 30 + b'"}',
+]
+
+
+def _outcome(fn: object, data: bytes | str) -> object:
+    try:
+        value = fn(data)  # type: ignore[operator]
+    except (ValueError, RecursionError) as exc:
+        return type(exc)
+    return repr(value)  # repr: NaN != NaN, and 1 == 1.0 == True must not pass
+
+
+@pytest.mark.parametrize("data", _TEXTS)
+def test_loads_is_json_loads(data: bytes | str) -> None:
+    assert _outcome(jsonrpc.loads, data) == _outcome(json.loads, data)
+
+    def strict(text: bytes | str) -> object:
+        return jsonrpc.loads(text, constants=False)
+
+    text = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+    if b"NaN" in text or b"Infinity" in text:
+        assert _outcome(strict, data) is ValueError
+    else:
+        assert _outcome(strict, data) == _outcome(json.loads, data)
+
+
+@pytest.mark.parametrize("value", [
+    {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "h\u00e9 \u2028 \U0001f600"}]}},
+    {"id": "\ud800"}, {"n": 2 ** 70, "m": -(2 ** 64)}, {1: "int key", None: "none key", 2.5: "float key"},
+    {"t": (1, 2), "f": [0.1, 1e16, -0.0, 123456.789e-30], "b": [True, False, None]},
+    [[[[[[[[[[{"deep": []}]]]]]]]]]], {"d": [[]] * 3}, {"x": [[[1]]] * 300},
+])
+def test_dumps_is_json_dumps(value: object) -> None:
+    expected = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        assert jsonrpc.dumps(value) == expected.encode()
+    except UnicodeEncodeError:  # a lone surrogate: escaped, as before
+        assert jsonrpc.dumps(value) == json.dumps(value, separators=(",", ":")).encode()
+
+
+def test_dumps_nests_past_orjsons_limit() -> None:
+    value: object = []
+    for _ in range(400):
+        value = [value]
+    assert jsonrpc.loads(jsonrpc.dumps(value)) == value
+
+
+def test_dumps_writes_no_invalid_json_for_nan() -> None:
+    # The one difference from json.dumps: NaN and infinities become null, not the invalid NaN.
+    assert jsonrpc.dumps({"x": float("nan"), "y": float("inf")}) == b'{"x":null,"y":null}'
