@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Coroutine
@@ -491,12 +492,13 @@ class Gateway:
         return await self._parked_elsewhere.resume(replica, message, session)
 
     def knows(self, method: str) -> bool:
-        return method in MODERN_CATALOG_METHODS or method in self._modern_methods()
+        return method in MODERN_CATALOG_METHODS or method in self._modern_methods
 
     def modern_method(self, method: str) -> LocalHandler | None:
-        return self._modern_methods().get(method)
+        return self._modern_methods.get(method)
 
-    def _modern_methods(self) -> dict[str, LocalHandler]:
+    @functools.cached_property
+    def _modern_methods(self) -> dict[str, LocalHandler]:  # asked on every modern request: built once
         methods: dict[str, LocalHandler] = {"server/discover": self._discover, "subscriptions/listen": self.listeners.listen}
         methods.update(dict.fromkeys(TASK_METHODS, self.tasks.handle))
         return methods

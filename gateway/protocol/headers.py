@@ -27,9 +27,11 @@ import base64
 import binascii
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
+
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from .errors import HeaderMismatch
 from .meta import PROTOCOL_VERSION
@@ -57,6 +59,9 @@ NAMED_METHODS: Mapping[str, str] = {"tools/call": "name", "prompts/get": "name",
                                     # the tasks extension (ext-tasks 2026-07-28, "Routing Headers")
                                     "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
+_VERSION, _METHOD, _NAME = PROTOCOL_VERSION_HEADER.lower(), METHOD_HEADER.lower(), NAME_HEADER.lower()
+# Header collections whose lookups ignore case (aiohttp's request headers are a proxy of one).
+_CASE_INSENSITIVE = (CIMultiDict, CIMultiDictProxy)
 _PREFIX, _SUFFIX = "=?base64?", "?="
 _PLAIN = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")  # visible ASCII, inner spaces
 _VALID = re.compile(r"[\x20-\x7e\t]*")  # what a received field value may contain (RFC 9110)
@@ -221,7 +226,9 @@ def _value_at(arguments: object, path: tuple[str, ...]) -> Any:
 
 def _body(message: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
     params = message.get("params")
-    return str(message.get("method", "")), params if isinstance(params, Mapping) else {}
+    method = message.get("method", "")
+    return method if type(method) is str else str(method), \
+        params if isinstance(params, dict) or isinstance(params, Mapping) else {}
 
 
 def expected_headers(message: Mapping[str, Any], input_schema: Mapping[str, Any] | None = None) -> dict[str, str]:
@@ -251,6 +258,8 @@ def _short(value: object) -> str:
 
 
 def _matches(decoded: str, body: object) -> bool:
+    if type(body) is str:  # the common case first (a str is never a bool or a number)
+        return decoded == body
     if isinstance(body, bool):
         return decoded == ("true" if body else "false")
     if isinstance(body, str):
@@ -269,25 +278,56 @@ def _plain(header: str, value: str) -> str:
     return value
 
 
-def validate_request_headers(headers: Mapping[str, str], message: Mapping[str, Any],
-                             input_schema: Mapping[str, Any] | None = None) -> None:
-    """Check ``headers`` against ``message`` (see the module doc); :class:`HeaderMismatch` names
-    the first problem. ``headers`` may be any mapping, a multi-dict included (a repeated
-    recognized header is refused: an intermediary may have routed on either copy)."""
-    params_of_tool = x_mcp_header_params(input_schema)
-    wanted = {name.lower() for name in expected_headers(message)}
-    wanted.update((PARAM_HEADER_PREFIX + name).lower() for name in params_of_tool)
+def _wanted(method: str, params: Mapping[str, Any], params_of_tool: Mapping[str, Any]) -> set[str]:
+    """The lower-case names of the headers ``expected_headers`` would give for this body."""
+    wanted = {_METHOD}
+    meta = params.get("_meta")
+    if (isinstance(meta, dict) or isinstance(meta, Mapping)) and isinstance(meta.get(PROTOCOL_VERSION), str):
+        wanted.add(_VERSION)
+    field = NAMED_METHODS.get(method)
+    if field is not None and isinstance(params.get(field), str):
+        wanted.add(_NAME)
+    if params_of_tool:
+        wanted.update((PARAM_HEADER_PREFIX + name).lower() for name in params_of_tool)
+    return wanted
+
+
+def _scan(headers: Mapping[str, str], wanted: set[str]) -> dict[str, str]:
+    """Every header by lower-case name; a recognized one that is repeated is refused."""
     received: dict[str, str] = {}
     for name, value in headers.items():
         key = name.lower()
         if key in received and key in wanted:
             raise HeaderMismatch(f"Header mismatch: {name} header is repeated")
         received[key] = value
+    return received
+
+
+def validate_request_headers(headers: Mapping[str, str], message: Mapping[str, Any],
+                             input_schema: Mapping[str, Any] | None = None) -> None:
+    """Check ``headers`` against ``message`` (see the module doc); :class:`HeaderMismatch` names
+    the first problem. ``headers`` may be any mapping, a multi-dict included (a repeated
+    recognized header is refused: an intermediary may have routed on either copy)."""
+    params_of_tool = x_mcp_header_params(input_schema)
     method, params = _body(message)
+    wanted = _wanted(method, params, params_of_tool)
+    lookup: Callable[[str], str | None]
+    if isinstance(headers, _CASE_INSENSITIVE):
+        # A request's own headers (aiohttp's): the few recognized names are looked up, rather
+        # than every header lower-cased. A repeated one is named by the full scan.
+        if any(len(headers.getall(name, ())) > 1 for name in wanted):
+            _scan(headers, wanted)
+        lookup = headers.get
+    else:
+        received = _scan(headers, wanted)
+
+        def lookup(header: str) -> str | None:
+            return received.get(header.lower())
+
     is_request = "id" in message
 
     def check(header: str, body: Any, encoded: bool) -> None:
-        raw = received.get(header.lower())
+        raw = lookup(header)
         if raw is None:
             if is_request and body is not _ABSENT and header_value(body) is not None:
                 raise HeaderMismatch(f"Header mismatch: missing required header {header}")
@@ -300,7 +340,7 @@ def validate_request_headers(headers: Mapping[str, str], message: Mapping[str, A
                                  f"body value {_short(body)}")
 
     meta = params.get("_meta")
-    version = meta.get(PROTOCOL_VERSION) if isinstance(meta, Mapping) else None
+    version = meta.get(PROTOCOL_VERSION) if isinstance(meta, dict) or isinstance(meta, Mapping) else None
     if isinstance(version, str):
         check(PROTOCOL_VERSION_HEADER, version, False)
     check(METHOD_HEADER, method, False)

@@ -64,10 +64,19 @@ class Incoming:
 # Built once: json.dumps with options builds a new encoder on every call.
 _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _ENCODE_ASCII = json.JSONEncoder(separators=(",", ":")).encode
-# A run of this many digits may be an integer orjson would read as a float (it keeps 64 bits):
-# such a text is left to the standard library, which keeps every digit (ids, counters).
-_LONG_NUMBER_B = re.compile(rb"[0-9]{19}")
-_LONG_NUMBER_S = re.compile(r"[0-9]{19}")
+# A run of 19 digits may be an integer orjson would read as a float (it keeps 64 bits): such a
+# text is left to the standard library, which keeps every digit (ids, counters). Bytes are
+# searched with translate (every digit a "0", all else a space) and a substring test, many times
+# faster than a regular expression; str (rare: in-process callers) with one.
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
+_LONG_RUN = b"0" * 19
+_LONG_NUMBER = re.compile(r"[0-9]{19}")
+
+
+def _long_number(data: bytes | bytearray | str) -> bool:
+    if isinstance(data, str):
+        return _LONG_NUMBER.search(data) is not None
+    return _LONG_RUN in data.translate(_DIGITS_ONLY)
 
 
 def dumps(message: Any) -> bytes:
@@ -87,7 +96,7 @@ def dumps(message: Any) -> bytes:
         return _ENCODE_ASCII(message).encode()
 
 
-def loads(data: bytes | str, *, constants: bool = True) -> Any:
+def loads(data: bytes | bytearray | str, *, constants: bool = True) -> Any:
     """``json.loads(data)``: the same value, or the same error (:class:`ValueError`,
     :class:`UnicodeDecodeError`, :class:`RecursionError`). With ``constants=False`` the
     non-JSON ``NaN``, ``Infinity`` and ``-Infinity`` are refused too (:class:`ValueError`).
@@ -95,8 +104,7 @@ def loads(data: bytes | str, *, constants: bool = True) -> Any:
     orjson decodes what it can decode exactly; it refuses the rest (those constants, a lone
     surrogate, a BOM or UTF-16, nesting past 1024), and that and a long digit run go to the
     standard library, whose answer (value or error) is then the one given."""
-    long = _LONG_NUMBER_B.search(data) if isinstance(data, bytes) else _LONG_NUMBER_S.search(data)
-    if long is None:
+    if isinstance(data, (bytes, bytearray, str)) and not _long_number(data):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:

@@ -92,9 +92,14 @@ class RequestMeta:
             raise MissingRequiredClientCapability({name: {} for name in missing})
 
 
+def _is_object(value: object) -> bool:
+    # A decoded JSON object is a dict: checked first, as the ABC check costs far more.
+    return isinstance(value, dict) or isinstance(value, Mapping)
+
+
 def _meta_of(params: Mapping[str, Any]) -> Mapping[str, Any] | None:
     meta = params.get("_meta")
-    return meta if isinstance(meta, Mapping) else None
+    return meta if _is_object(meta) else None
 
 
 def parse_request_meta(params: Mapping[str, Any]) -> RequestMeta | None:
@@ -124,14 +129,15 @@ def _parse(meta: Mapping[str, Any], version: object) -> RequestMeta:
     if CLIENT_CAPABILITIES not in meta:
         raise InvalidParams(f"Missing required _meta field {CLIENT_CAPABILITIES}")
     caps = meta[CLIENT_CAPABILITIES]
-    if not isinstance(caps, Mapping):
+    if not _is_object(caps):
         raise InvalidParams(f"_meta {CLIENT_CAPABILITIES} must be an object")
-    for name in _OBJECT_CAPABILITIES:
-        if name in caps and not isinstance(caps[name], Mapping):
-            raise InvalidParams(f"_meta {CLIENT_CAPABILITIES}.{name} must be an object")
+    if caps:
+        for name in _OBJECT_CAPABILITIES:
+            if name in caps and not _is_object(caps[name]):
+                raise InvalidParams(f"_meta {CLIENT_CAPABILITIES}.{name} must be an object")
     info = meta.get(CLIENT_INFO)
     if info is not None:
-        if not isinstance(info, Mapping):
+        if not _is_object(info):
             raise InvalidParams(f"_meta {CLIENT_INFO} must be an object")
         for key in ("name", "version"):
             if not isinstance(info.get(key), str):

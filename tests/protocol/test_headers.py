@@ -331,3 +331,39 @@ def test_deeply_nested_schemas_do_not_overflow() -> None:
     for _ in range(5000):
         buried = {"anyOf": [buried]}
     assert "reachable" in x_mcp_header_problems({"type": "object", "properties": {"p": buried}})[0]
+
+
+def _outcome(headers: Any, message: dict[str, Any], schema: dict[str, Any] | None) -> str:
+    try:
+        validate_request_headers(headers, message, schema)
+    except HeaderMismatch as exc:
+        return exc.message
+    return "ok"
+
+
+@pytest.mark.parametrize("pairs", [
+    [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "execute_sql"),
+     ("Mcp-Param-Region", "us-west1")],
+    [("mcp-protocol-version", "2026-07-28"), ("MCP-METHOD", "tools/call"), ("mcp-name", "execute_sql"),
+     ("MCP-PARAM-REGION", "us-west1"), ("Accept", "a"), ("accept", "b")],  # an unrecognized repeat is fine
+    [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "execute_sql"),
+     ("mcp-name", "execute_sql"), ("Mcp-Param-Region", "us-west1")],  # repeated
+    [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "execute_sql"),
+     ("Mcp-Param-Region", "us-west1"), ("MCP-PARAM-REGION", "eu")],  # a recognized param repeated
+    [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/list"), ("Mcp-Name", "execute_sql")],
+    [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Param-Region", "us-west1")],
+    [("MCP-Protocol-Version", "2025-11-25"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "=?base64?ZXhlY3V0ZV9zcWw=?="),
+     ("Mcp-Param-Region", "us-west1")],
+])
+def test_aiohttp_headers_are_checked_as_any_mapping(pairs: list[tuple[str, str]]) -> None:
+    """A request's own headers (a case-insensitive multi-dict) take a shorter path: same verdicts."""
+    from multidict import CIMultiDict, CIMultiDictProxy
+
+    class Pairs(dict[str, str]):  # the same pairs as a plain mapping with repeats
+        def items(self) -> Any:
+            return list(pairs)
+
+    message = _call({"region": "us-west1"})
+    expected = _outcome(Pairs(pairs), message, SCHEMA)
+    assert _outcome(CIMultiDictProxy(CIMultiDict(pairs)), message, SCHEMA) == expected
+    assert _outcome(CIMultiDict(pairs), message, SCHEMA) == expected

@@ -131,11 +131,12 @@ _TEXTS = [
     b'{"big":18446744073709551615,"neg":-9223372036854775808,"f":0.30000000000000004,"e":1E-7}',
     b'{"a":1,"a":2}', b'"\\ud800"', b'"\\ud83d\\ude00"', b'[1e400]', b'{"x":NaN}', b'Infinity', b'-Infinity',
     b'\xef\xbb\xbf{}', '{"s":"\ud800"}', "\ufeff{}", b'"\xed\xa0\x80"', b'"a\x01"', b"  [] \n", b"", b"{",
-    b"[" * 2000 + b"]" * 2000, b'{"k":"' + b"9" * 30 + b'"}',
+    b"[" * 2000 + b"]" * 2000, b'{"k":"' + b"9" * 30 + b'"}', '{"id":123456789012345678901}',
+    bytearray(b'{"id":-123456789012345678901,"x":[1.5]}'), b"[9223372036854775807,18446744073709551616]",
 ]
 
 
-def _outcome(fn: object, data: bytes | str) -> object:
+def _outcome(fn: object, data: bytes | bytearray | str) -> object:
     try:
         value = fn(data)  # type: ignore[operator]
     except (ValueError, RecursionError) as exc:
@@ -144,13 +145,13 @@ def _outcome(fn: object, data: bytes | str) -> object:
 
 
 @pytest.mark.parametrize("data", _TEXTS)
-def test_loads_is_json_loads(data: bytes | str) -> None:
+def test_loads_is_json_loads(data: bytes | bytearray | str) -> None:
     assert _outcome(jsonrpc.loads, data) == _outcome(json.loads, data)
 
-    def strict(text: bytes | str) -> object:
+    def strict(text: bytes | bytearray | str) -> object:
         return jsonrpc.loads(text, constants=False)
 
-    text = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+    text = bytes(data) if not isinstance(data, str) else data.encode("utf-8", "surrogatepass")
     if b"NaN" in text or b"Infinity" in text:
         assert _outcome(strict, data) is ValueError
     else:
