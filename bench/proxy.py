@@ -32,6 +32,13 @@ means 8 sessions calling in a loop at once. Targets (issue 3): (b) adds <= 0.5 m
 and keeps >= 50% of (a)'s calls/s with 8 concurrent callers. The last line gives (b+)'s figures
 beside them, for information.
 
+The 2026-07-28 rows call the same upstream and the same gateway statelessly (no session; ``_meta``
+and the request-metadata headers on every call). The last block puts both revisions side by side
+at 1 caller: direct and gateway p50, what the gateway adds (target of issue 12: <= 0.5 ms for the
+stateless call, as for sessions), and the CPU per call of the upstream (direct) and of the gateway.
+The load average is printed at the start and the end: on a busy machine latency rows are noise,
+and CPU per call is the figure to compare.
+
 Run: ``.venv/bin/python bench/proxy.py [--seconds 3] [--concurrency 8]``.
 """
 
@@ -376,15 +383,38 @@ def table(results: dict[str, dict[int, Result | None]], concurrency: int) -> str
     assert c1 and cn
     lines.append(f"response cache: a cached call takes {c1.p50_ms:.3f} ms at p50 vs {gw1.p50_ms:.3f} ms uncached "
                  f"({c1.p50_ms / gw1.p50_ms:.2f}x); {cn.calls_s:.0f} vs {gwn.calls_s:.0f} calls/s at {concurrency} callers")
-    m1, mg1 = results[f"(a) direct {MODERN}"][1], results[f"(b) gateway {MODERN}"][1]
-    mn, mgn = results[f"(a) direct {MODERN}"][concurrency], results[f"(b) gateway {MODERN}"][concurrency]
-    assert m1 and mg1 and mn and mgn
-    added = mg1.p50_ms - m1.p50_ms
-    lines.append(f"targets at {MODERN} (stateless): gateway adds {added:.3f} ms at p50 (<= 0.5: "
-                 f"{'met' if added <= 0.5 else 'NOT met'}); keeps {100 * mgn.calls_s / mn.calls_s:.0f}% of direct "
-                 f"calls/s at {concurrency} callers; gateway CPU {mg1.cpu_us:.0f} us/call vs {gw1.cpu_us:.0f} "
-                 f"us/call with a session")
+    lines.append("")
+    lines.extend(revision_summary(results, concurrency))
     return "\n".join(lines)
+
+
+def revision_summary(results: dict[str, dict[int, Result | None]], concurrency: int) -> list[str]:
+    """The issue 12 target, side by side for both paths at 1 caller: what the gateway adds at p50
+    over calling the same upstream directly (<= 0.5 ms), and the CPU per call of each process."""
+    rows = [(f"{MODERN} (stateless)", f"(a) direct {MODERN}", f"(b) gateway {MODERN}"),
+            ("2025-06-18 (session)", "(a) direct", "(b) gateway")]
+    head = (f"{'1 caller':<24}{'direct p50 ms':>15}{'gateway p50 ms':>16}{'added ms':>10}{'<= 0.5 ms':>11}"
+            f"{'upstream CPU us/call':>22}{'gateway CPU us/call':>21}{f'(at {concurrency} callers)':>18}")
+    lines = [f"targets (issue 12): a call through the gateway adds <= 0.5 ms at p50 over the direct call, "
+             f"{MODERN} (stateless) as for sessions; CPU per call is /proc time of the process named", head,
+             "-" * len(head)]
+    for name, direct_label, gateway_label in rows:
+        d, g = results[direct_label][1], results[gateway_label][1]
+        gn = results[gateway_label][concurrency]
+        assert d and g and gn
+        added = g.p50_ms - d.p50_ms
+        lines.append(f"{name:<24}{d.p50_ms:>15.3f}{g.p50_ms:>16.3f}{added:>+10.3f}{'met' if added <= 0.5 else 'NOT met':>11}"
+                     f"{d.cpu_us:>22.0f}{g.cpu_us:>21.0f}{gn.cpu_us:>18.0f}")
+    relay, direct = results["(d) aiohttp relay"][1], results["(a) direct"][1]
+    assert relay and direct
+    lines.append(f"for scale: a bare aiohttp relay (d) adds {relay.p50_ms - direct.p50_ms:+.3f} ms at p50 "
+                 f"({relay.cpu_us:.0f} us CPU/call)")
+    return lines
+
+
+def machine_load() -> str:
+    """The 1-minute load average against the cores: latency rows are only comparable on a quiet machine."""
+    return f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
 
 
 def find_fastmcp_python(explicit: Path | None) -> Path | None:
@@ -408,9 +438,11 @@ def main() -> None:
                                   "print(fastmcp.__version__, t.LATEST_PROTOCOL_VERSION)"],
                                  capture_output=True, text=True).stdout.split()
         print(f"(c) is fastmcp {version[0] if version else '?'} run by {fastmcp_python}")
-    print(f"upstream: mcp SDK echo over Streamable HTTP; {args.seconds:g}s per row, rows interleaved in rounds")
+    print(f"upstream: mcp SDK echo over Streamable HTTP; {args.seconds:g}s per row, rows interleaved in rounds; "
+          f"{machine_load()} at the start")
     results = asyncio.run(run_bench(args.seconds, args.concurrency, fastmcp_python))
     print(table(results, args.concurrency))
+    print(f"{machine_load()} at the end")
 
 
 if __name__ == "__main__":

@@ -138,8 +138,8 @@ async def _call_tool(d: Dispatcher, ctx: CallContext) -> dict[str, Any]:
     record = ctx.record
     record.connector, record.backend_target = entry.connector.name, entry.local
 
-    async def call(c: CallContext) -> dict[str, Any]:
-        return await entry.connector.call_tool(entry.local, c.arguments, c)
+    def call(c: CallContext) -> Awaitable[dict[str, Any]]:
+        return entry.connector.call_tool(entry.local, c.arguments, c)
 
     try:
         result = await _with_input_rounds(ctx, call)
@@ -329,10 +329,12 @@ class Dispatcher:
         return revision(session.protocol_version or LATEST_LEGACY_VERSION).shape_result(
             method, result, cache=self.cache.for_method(method), server_info=self.server_info)
 
-    async def _endpoint(self, ctx: CallContext) -> dict[str, Any]:
-        """The innermost handler: a refusal, a session method, or the catalog and connectors."""
+    def _endpoint(self, ctx: CallContext) -> Awaitable[dict[str, Any]]:
+        """The innermost handler: a refusal, a session method, or the catalog and connectors.
+        It hands back the callee's coroutine (no frame of its own on every call); a refusal is
+        raised where the filter calls it, inside the filter's own handling, as from an await."""
         if ctx.rejection is not None:
             raise ctx.rejection
         if ctx.local is not None:
-            return await ctx.local(ctx)
-        return await ROUTES[ctx.method](self, ctx)
+            return ctx.local(ctx)
+        return ROUTES[ctx.method](self, ctx)

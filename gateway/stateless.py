@@ -189,33 +189,31 @@ class StatelessSession:
                 params = _with_upstream_state(params, payload.get("state"))
                 asked = payload.get("asked")
                 self._asked_before = asked if isinstance(asked, int) else 0
-            return await self._run(rid, method, params, traceparent, local)
+            # The call itself (inline rather than a coroutine of its own: this frame is resumed on
+            # every await of every call).
+            call = self.host.dispatch(self, rid, method, params, traceparent, local)
+            if method not in MRTR_METHODS:
+                return jsonrpc.result_response(rid, await call)
+            if not self.client_capabilities.keys() & _INPUT_CAPABILITIES:
+                # The client could answer no input request, so the call can never park: run it in
+                # this task (no task of its own, no waiting on it: the common case costs nothing).
+                try:
+                    result = await call
+                except ProtocolError:
+                    if self._missing:
+                        return self._error(rid, MissingRequiredClientCapability(dict(self._missing)))
+                    raise
+                if self._missing:
+                    return self._error(rid, MissingRequiredClientCapability(dict(self._missing)))
+                return self._reply(rid, method, params, result)
+            self._inputs = inputs = PendingInputs()
+            task = asyncio.ensure_future(call)
+            return await self._drive(rid, method, params, task, inputs)
         except ProtocolError as exc:
             return self._error(rid, exc)
         except Exception as exc:  # a bug or an unwrapped backend error: log it, keep serving
             log.exception("unhandled error serving %s", method)
             return jsonrpc.error_from_exception(rid, exc)
-
-    async def _run(self, rid: str | int, method: str, params: dict[str, Any], traceparent: str | None,
-                   local: LocalHandler | None) -> dict[str, Any]:
-        call = self.host.dispatch(self, rid, method, params, traceparent, local)
-        if method not in MRTR_METHODS:
-            return jsonrpc.result_response(rid, await call)
-        if not self.client_capabilities.keys() & _INPUT_CAPABILITIES:
-            # The client could answer no input request, so the call can never park: run it in
-            # this task (no task of its own, no waiting on it: the common case costs nothing).
-            try:
-                result = await call
-            except ProtocolError:
-                if self._missing:
-                    return self._error(rid, MissingRequiredClientCapability(dict(self._missing)))
-                raise
-            if self._missing:
-                return self._error(rid, MissingRequiredClientCapability(dict(self._missing)))
-            return self._reply(rid, method, params, result)
-        self._inputs = inputs = PendingInputs()
-        task = asyncio.ensure_future(call)
-        return await self._drive(rid, method, params, task, inputs)
 
     async def _drive(self, rid: str | int, method: str, params: dict[str, Any], task: asyncio.Future[Any],
                      inputs: PendingInputs) -> dict[str, Any]:

@@ -45,7 +45,9 @@ def compose(filters: Sequence[Filter], endpoint: Handler) -> Handler:
 
 
 def _bind(flt: Filter, call_next: Handler) -> Handler:
-    async def run(ctx: CallContext) -> dict[str, Any]:
-        return await flt(ctx, call_next)
+    # Not a coroutine of its own: the filter's is awaited directly (one frame less per filter,
+    # resumed on every await of every call).
+    def run(ctx: CallContext) -> Awaitable[dict[str, Any]]:
+        return flt(ctx, call_next)
 
     return run

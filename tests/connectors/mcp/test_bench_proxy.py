@@ -20,6 +20,17 @@ def test_bench_proxy_runs_with_tiny_sizes() -> None:
                                           "(b) gateway 2026-07-28", "(d) aiohttp relay", "(c) FastMCP proxy")
                       for _ in range(2)]
     assert "skipped" in rows[-1]
-    assert lines[-4].startswith("targets: gateway adds") and lines[-3].startswith("for information: with its default")
-    assert lines[-2].startswith("response cache: a cached call takes")
-    assert lines[-1].startswith("targets at 2026-07-28 (stateless): gateway adds")
+    assert lines[0].startswith("upstream: mcp SDK echo") and "load average" in lines[0]
+    end = lines.index("") + 1  # the lines after the table
+    assert lines[end].startswith("targets: gateway adds") and lines[end + 1].startswith("for information: with its default")
+    assert lines[end + 2].startswith("response cache: a cached call takes") and lines[end + 3] == ""
+    # Both revisions side by side at 1 caller: latency added against the target, CPU of both processes.
+    assert lines[end + 4].startswith("targets (issue 12): a call through the gateway adds <= 0.5 ms")
+    assert "gateway CPU us/call" in lines[end + 5] and "upstream CPU us/call" in lines[end + 5]
+    stateless, session = lines[end + 7], lines[end + 8]
+    assert stateless.startswith("2026-07-28 (stateless)") and session.startswith("2025-06-18 (session)")
+    for row in (stateless, session):
+        cells = row.split(")", 1)[1].replace("NOT met", "NOT_met").split()
+        assert len(cells) == 7 and cells[3] in ("met", "NOT_met") and float(cells[-1]) > 0 and float(cells[-2]) > 0
+    assert lines[end + 9].startswith("for scale: a bare aiohttp relay (d) adds")
+    assert lines[-1].startswith("load average") and lines[-1].endswith("at the end")
