@@ -43,6 +43,7 @@ from gateway.filters.ratelimit import RateLimitFilter
 from gateway.listeners import Listeners
 from gateway.mrtr import ParkedCalls
 from gateway.mrtr_remote import ParkedElsewhere
+from gateway.oauth.service import OAuthService
 from gateway.protocol.cursors import CursorCodec
 from gateway.protocol.errors import ConfigError, InvalidParams, ProtocolError
 from gateway.protocol.request_state import RequestStateCodec
@@ -128,6 +129,8 @@ class Gateway:
         self.state: StateStore = make_store(config.state)
         self.bus = Bus(self.state)  # routed messages by kind (the HTTP app starts the store with it)
         self._parked_elsewhere = ParkedElsewhere(self.bus, self) if self.state.shared else None
+        # Upstream OAuth (gateway/oauth): token store, broker and routes, opened once a connector needs them.
+        self.oauth = OAuthService(lambda: self.config, self.state, self.bus)
         self.filters: list[Filter] = []
         self.dispatcher = self._dispatcher([])
         # Anonymous until start(): the configured keys load with the filter chain.
@@ -184,6 +187,9 @@ class Gateway:
             if only is not None and cfg.name not in only:
                 continue
             created[cfg.name] = connector_class(cfg.type)(cfg, base_dir=Path(config.base_dir))
+        port = await self.oauth.port_for(config)  # ConfigError (no key, wrong key) before any start
+        for connector in created.values() if port is not None else ():
+            setattr(connector, "oauth_port", port)  # noqa: B010 (the attribute is the connectors' seam)
 
         async def start_one(connector: Connector) -> None:
             try:
@@ -365,6 +371,7 @@ class Gateway:
             task.cancel()
         await asyncio.gather(*list(self._background), return_exceptions=True)  # retired connectors stop
         await asyncio.gather(*(c.stop() for c in self.connectors.values()), return_exceptions=True)
+        await self.oauth.close()
         await self._stop_filters(self.filters)
         metrics.STATE.discard(self)
         if self._metrics_server is not None:

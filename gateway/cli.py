@@ -9,6 +9,7 @@
     mcp-gateway list F [--json]                           the catalog, as */list would send it; exit 1
                                                           when a connector failed or is down
     mcp-gateway audit query --config F ...                the audit log (gateway.audit.query_cli)
+    mcp-gateway oauth list|revoke F ...                   upstream OAuth grants (gateway.oauth.cli)
     mcp-gateway --version
 
 ``serve`` handles SIGTERM (drain, then stop: readiness turns false at once) and SIGHUP (reload the
@@ -227,6 +228,7 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("file")
     listing.add_argument("--json", action="store_true")
     sub.add_parser("audit", help="query the audit log (mcp-gateway audit query --help)", add_help=False)
+    sub.add_parser("oauth", help="upstream OAuth grants: list, revoke (mcp-gateway oauth --help)", add_help=False)
     return parser
 
 
@@ -253,6 +255,10 @@ def main(argv: list[str] | None = None) -> int:
         from gateway.audit import query_cli
 
         return query_cli.main(argv[1:])
+    if argv[:1] == ["oauth"]:
+        from gateway.oauth import cli as oauth_cli
+
+        return oauth_cli.main(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "validate":
         return _validate(args)

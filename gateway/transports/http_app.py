@@ -38,6 +38,8 @@ from aiohttp import web
 from gateway.auth import Authenticator, Unauthenticated
 from gateway.config import GatewayConfig, HttpConfig
 from gateway.context import Principal
+from gateway.oauth.routes import OAuthRoutesHost
+from gateway.oauth.routes import add_routes as add_oauth_routes
 from gateway.protocol import jsonrpc
 from gateway.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST
 from gateway.state.bus import Bus
@@ -79,6 +81,10 @@ class HttpHost(SessionFactory, ModernHost, Protocol):
 
     async def status(self, query: StatusQuery) -> StatusView:
         """What the ``/status`` page shows now."""
+
+    @property
+    def oauth(self) -> OAuthRoutesHost:
+        """Upstream OAuth: /oauth/start/{id}, /oauth/callback, the client metadata document."""
 
 
 HOST_KEY: web.AppKey[HttpHost] = web.AppKey("host", HttpHost)
@@ -286,6 +292,7 @@ def build_app(host: HttpHost) -> web.Application:
 
     app.router.add_get("/.well-known/oauth-protected-resource", prm)
     app.router.add_get("/.well-known/oauth-protected-resource/mcp", prm)
+    add_oauth_routes(app, host.oauth)  # a person's browser, not an MCP client: no credential asked
     # On the public port (no metrics_port), /metrics names tools and connectors: with auth on it
     # takes a credential like /mcp does.
     add_metrics_routes(app, host.config.telemetry, authorized_metrics)

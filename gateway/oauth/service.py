@@ -1,0 +1,148 @@
+"""What the app holds of upstream OAuth: the token store, the broker and the port connectors get.
+
+:func:`open_token_store` builds the store a config names (``oauth.token_store``, else the shared
+``state.store``, else ``file:./oauth-tokens.bin`` next to the config file), sealed with the key
+of ``oauth.encryption_key`` / ``$MCP_GATEWAY_OAUTH_KEY``, and opens it: a missing or malformed
+key, a store sealed with another key, or an unreachable Redis is a :class:`ConfigError` naming
+``oauth.*`` before any connector starts. ``mcp-gateway oauth list|revoke`` uses it too.
+
+:class:`OAuthService` opens the store the first time a config has a connector with an ``oauth:``
+block (:meth:`port_for`, called for each batch of connectors the app starts, at start-up and on
+reload) and gives every one of them the same :class:`~connectors.oauth.port.OAuthPort`; a gateway
+with no such connector opens nothing and needs no key. The store and the routes' base URL are
+fixed when it opens: changing ``oauth.token_store``, the key or ``public_url`` takes a restart.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from connectors.oauth.port import OAuthPort, TokenStore
+from gateway.config import GatewayConfig
+from gateway.protocol.errors import ConfigError
+from gateway.state.base import StateStore
+from gateway.state.bus import Bus
+
+from .broker import GatewayBroker
+from .config import resolve_key
+from .sealing import Sealer, StoreError
+
+__all__ = ["OAuthService", "ClosableStore", "open_token_store", "uses_oauth", "client_metadata"]
+
+log = logging.getLogger("gateway.oauth")
+
+
+class ClosableStore(TokenStore, Protocol):
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+def uses_oauth(config: GatewayConfig) -> bool:
+    """Whether a connector of ``config`` has an ``oauth:`` block (the kinds' models say so)."""
+    return any(getattr(c, "oauth", None) is not None for c in config.connectors)
+
+
+async def open_token_store(config: GatewayConfig, env: dict[str, str] | None = None) -> ClosableStore:
+    """The token store ``config`` names, opened (ConfigError when it cannot be)."""
+    oauth = config.oauth
+    sealer = Sealer(resolve_key(oauth, env))
+    url = oauth.store_url(config.state.store)
+    store: ClosableStore
+    if url.startswith("file:"):
+        from .file_store import EncryptedFileTokenStore
+
+        path = Path(url[len("file:"):].strip())
+        store = EncryptedFileTokenStore(path if path.is_absolute() else Path(config.base_dir) / path, sealer)
+    else:
+        from .redis_store import RedisTokenStore
+
+        store = RedisTokenStore(url, sealer, oauth.prefix(config.state.redis_prefix), oauth.redis_timeout_s)
+    try:
+        await store.open()
+    except StoreError as exc:
+        await store.close()
+        raise ConfigError(str(exc), "oauth.token_store") from None
+    return store
+
+
+def client_metadata(config: GatewayConfig, public_url: str) -> dict[str, object] | None:
+    """The gateway's Client ID Metadata Document (None without ``oauth.client_metadata_url``):
+    its ``client_id`` is that URL; its ``redirect_uris`` the gateway's callback and every
+    connector's own ``oauth.redirect_uri``."""
+    oauth = config.oauth
+    if oauth.client_metadata_url is None:
+        return None
+    redirects = [f"{public_url}/oauth/callback"]
+    for connector in config.connectors:
+        uri = getattr(getattr(connector, "oauth", None), "redirect_uri", None)
+        if isinstance(uri, str) and uri not in redirects:
+            redirects.append(uri)
+    return {
+        "client_id": oauth.client_metadata_url,
+        "client_name": oauth.client_name,
+        "redirect_uris": redirects,
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        "application_type": oauth.application_type,
+    }
+
+
+class OAuthService:
+    """The store, broker and port of one gateway (opened when first needed)."""
+
+    def __init__(self, config: Callable[[], GatewayConfig], state: StateStore, bus: Bus) -> None:
+        self._config = config
+        self._state = state
+        self._bus = bus
+        self.store: ClosableStore | None = None
+        self.broker: GatewayBroker | None = None
+        self.port: OAuthPort | None = None
+
+    @property
+    def config(self) -> GatewayConfig:
+        return self._config()
+
+    @property
+    def public_url(self) -> str:
+        if self.broker is not None:
+            return self.broker.public_url
+        cfg = self.config
+        if cfg.oauth.public_url is not None:
+            return cfg.oauth.public_url
+        http = cfg.gateway.http
+        host = f"[{http.host}]" if ":" in http.host else http.host
+        return f"http://{host}:{http.port}"
+
+    def metadata(self) -> dict[str, object] | None:
+        """The Client ID Metadata Document as the current config says it."""
+        return client_metadata(self.config, self.public_url)
+
+    def metadata_path(self) -> str | None:
+        return self.config.oauth.metadata_path()
+
+    async def port_for(self, config: GatewayConfig) -> OAuthPort | None:
+        """The port for the connectors of ``config`` (None when none of them uses OAuth and the
+        store was never needed)."""
+        if self.port is None and uses_oauth(config):
+            store = await open_token_store(config)
+            oauth = config.oauth
+            self.store = store
+            self.broker = GatewayBroker(store, self.public_url, state=self._state, bus=self._bus,
+                                        max_ttl_s=oauth.start_ttl_s, max_pending=oauth.max_pending,
+                                        user_header=oauth.user_header)
+            self.port = OAuthPort(store, self.broker, oauth.client_metadata_url)
+            log.info("OAuth token store open (%s); authorization links under %s/oauth/start/",
+                     "Redis" if not oauth.store_url(config.state.store).startswith("file:") else "file",
+                     self.broker.public_url)
+        return self.port
+
+    async def close(self) -> None:
+        if self.broker is not None:
+            await self.broker.close()
+        if self.store is not None:
+            await self.store.close()
