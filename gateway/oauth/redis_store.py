@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -48,6 +49,9 @@ class RedisTokenStore:
         self.grants_key = tag + ":grants"
         self.registrations_key = tag + ":registrations"
         self.check_key = tag + ":check"
+        # Field names derive from the key: under another key a grant would read as missing, so
+        # nothing is served until open() checked this replica's key against the store's.
+        self._checked = False
 
     async def open(self) -> None:
         """Reach Redis and check the key against the one the store was first sealed with."""
@@ -65,24 +69,25 @@ class RedisTokenStore:
                              "oauth.encryption_key: every replica must use the same key") from None
         except SealError:
             raise StoreError(f"the OAuth token store (Redis) key {self.check_key} is damaged") from None
+        self._checked = True
 
     # -- grants -----------------------------------------------------------------------------------
     async def get(self, key: GrantKey) -> Grant | None:
         field = self._field(key)
-        raw = await self._do(self.client.hget(self.grants_key, field))
+        raw = await self._do(lambda: self.client.hget(self.grants_key, field))
         if raw is None:
             return None
         return entry_grant(self._open(raw, field))[1]
 
     async def put(self, key: GrantKey, grant: Grant) -> None:
         field = self._field(key)
-        await self._do(self.client.hset(self.grants_key, field, self._seal(grant_entry(key, grant), field)))
+        await self._do(lambda: self.client.hset(self.grants_key, field, self._seal(grant_entry(key, grant), field)))
 
     async def delete(self, key: GrantKey) -> bool:
-        return bool(await self._do(self.client.hdel(self.grants_key, self._field(key))))
+        return bool(await self._do(lambda: self.client.hdel(self.grants_key, self._field(key))))
 
     async def keys(self) -> list[GrantKey]:
-        everything: dict[Any, Any] = await self._do(self.client.hgetall(self.grants_key))
+        everything: dict[Any, Any] = await self._do(lambda: self.client.hgetall(self.grants_key))
         out = []
         for field, raw in everything.items():
             name = field.decode() if isinstance(field, bytes) else str(field)
@@ -92,7 +97,7 @@ class RedisTokenStore:
     # -- client registrations -----------------------------------------------------------------------
     async def get_registration(self, connector: str, issuer: str) -> dict[str, Any] | None:
         field = self._sealer.name("registration", connector, issuer)
-        raw = await self._do(self.client.hget(self.registrations_key, field))
+        raw = await self._do(lambda: self.client.hget(self.registrations_key, field))
         if raw is None:
             return None
         return dict(self._open(raw, field)["r"])
@@ -100,7 +105,7 @@ class RedisTokenStore:
     async def put_registration(self, connector: str, issuer: str, registration: dict[str, Any]) -> None:
         field = self._sealer.name("registration", connector, issuer)
         entry = {"c": connector, "i": issuer, "r": dict(registration)}
-        await self._do(self.client.hset(self.registrations_key, field, self._seal(entry, field)))
+        await self._do(lambda: self.client.hset(self.registrations_key, field, self._seal(entry, field)))
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -124,10 +129,12 @@ class RedisTokenStore:
             raise StoreError("an OAuth grant in Redis is not a grant")
         return entry
 
-    async def _do(self, command: Any) -> Any:
+    async def _do(self, command: Callable[[], Awaitable[Any]]) -> Any:
+        if not self._checked:
+            raise StoreError("the OAuth token store (Redis) was not opened with a key it accepts")
         try:
             async with asyncio.timeout(self.timeout_s):
-                return await command
+                return await command()
         except TimeoutError:
             raise StoreError(f"the OAuth token store (Redis) did not answer within {self.timeout_s:g} s") from None
         except (OSError, RedisError) as exc:
