@@ -114,11 +114,11 @@ class GatewayBroker:
               redeem: Callable[[str], Awaitable[Grant]], ttl_s: float = 600.0) -> str:
         now = time.monotonic()
         self._purge(now)
+        if state in self._by_state:
+            raise ValueError("this state is already pending: each authorization needs a new one")
         if len(self._by_state) >= self.max_pending:
             raise RateLimited(f"too many OAuth authorizations are waiting for a person (oauth.max_pending = "
                               f"{self.max_pending}); try again later", 5000, "oauth")
-        if state in self._by_state:
-            raise ValueError("this state is already pending: each authorization needs a new one")
         ttl = min(ttl_s, self.max_ttl_s)
         start_id = f"{self.replica}.{secrets.token_urlsafe(32)}"
         pending = _Pending(start_id, state, key, expected_issuer, authorization_url, redeem, now + ttl)

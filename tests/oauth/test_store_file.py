@@ -18,6 +18,7 @@ from connectors.oauth.port import Grant, GrantKey
 from gateway.oauth.file_store import EncryptedFileTokenStore
 from gateway.oauth.sealing import Sealer, StoreError
 
+REPO = Path(__file__).resolve().parents[2]
 KEY = bytes(range(32))
 CANARY = "canary-" + secrets.token_hex(16)
 
@@ -39,7 +40,7 @@ async def test_a_grant_is_sealed_at_rest_and_survives_a_restart(tmp_path: Path) 
     for needle in (CANARY, "alice", "idp.example", "crm", "access_token"):
         assert needle.encode() not in data
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []  # atomic: no leftovers
+    assert [n for n in os.listdir(tmp_path) if n.endswith(".tmp")] == []  # atomic: no leftovers
 
     # A new process (a new store on the same file and key) sees the same grants.
     again = EncryptedFileTokenStore(path, Sealer(KEY))
@@ -104,7 +105,7 @@ async def test_concurrent_writers_on_one_file_lose_no_update(tmp_path: Path) -> 
         "        await s.put(GrantKey('crm', 'https://idp', f'proc{i}'), Grant(access_token=f't{i}'))\n"
         "asyncio.run(main())\n")
     child = await asyncio.create_subprocess_exec(sys.executable, "-c", script, str(path),
-                                                 cwd=Path(__file__).resolve().parents[2])
+                                                 cwd=REPO)
     await asyncio.gather(*(s.put(GrantKey("crm", "https://idp", f"{n}{i}"), Grant(access_token=f"t{i}"))
                            for i in range(25) for n, s in (("a", a), ("b", b))))
     async with asyncio.timeout(60):
@@ -125,6 +126,6 @@ def test_the_file_is_0600_even_with_a_permissive_umask(tmp_path: Path) -> None:
         "from gateway.oauth.sealing import Sealer\n"
         "asyncio.run(EncryptedFileTokenStore(sys.argv[1], Sealer(bytes(32))).put(GrantKey('c', 'i'), "
         "Grant(access_token='t')))\n")
-    subprocess.run([sys.executable, "-c", script, str(path)], check=True, cwd=Path(__file__).resolve().parents[2],
+    subprocess.run([sys.executable, "-c", script, str(path)], check=True, cwd=REPO,
                    timeout=60)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
