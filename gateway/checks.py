@@ -42,6 +42,7 @@ from connectors.sql.config import SQLConfig
 from connectors.static.config import StaticConfig
 from gateway.config import ConnectorConfig, GatewayConfig, PathKey
 from gateway.context import ANONYMOUS
+from gateway.oauth.service import probe_token_store, uses_oauth
 
 __all__ = ["Problem", "Probe", "problems", "policy_problems", "connector_problems", "deep_check"]
 
@@ -212,7 +213,14 @@ async def deep_check(config: GatewayConfig, timeout_s: float = 60.0) -> list[Pro
         probes.append(_probe_audit(config, timeout_s))
     if config.auth.jwt is not None:
         probes.append(_probe_jwks(config.auth.jwt.jwks_url, timeout_s))
+    if uses_oauth(config):
+        probes.append(_probe_oauth(config))
     return list(await asyncio.gather(*probes))
+
+
+async def _probe_oauth(config: GatewayConfig) -> Probe:
+    ok, detail = await probe_token_store(config)  # the key, a file sealed with another one, Redis
+    return Probe("oauth token store", ok, detail)
 
 
 def _counts(connector: Connector) -> str:

@@ -1,4 +1,4 @@
-"""AES-256-GCM sealing of what the token stores keep (pure: bytes in, bytes out).
+"""AES-256-GCM sealing of what the token stores keep (pure: bytes in, bytes out), and the stores' error.
 
 A sealed value is ``b"GWT1" + key id (8 bytes) + nonce (12) + ciphertext and tag``. The key id is
 an HMAC of a fixed label under the key, so opening a value sealed under another key is told apart
@@ -21,6 +21,8 @@ import os
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from gateway.protocol.errors import BackendUnavailable
+
 __all__ = ["Sealer", "SealError", "WrongKey", "Corrupt", "MAGIC", "StoreError"]
 
 MAGIC = b"GWT1"
@@ -29,9 +31,10 @@ _NONCE_LEN = 12
 _HEAD = len(MAGIC) + _ID_LEN + _NONCE_LEN
 
 
-class StoreError(Exception):
+class StoreError(BackendUnavailable):
     """The token store cannot be used (wrong key, corrupted, unreachable): the message says which
-    store and what to do, never a secret. Nothing is ever read as empty in its place."""
+    store and what to do, never a secret. Nothing is ever read as empty in its place. A call that
+    needed the store fails as unavailable (``-32004``), like one whose backend is down."""
 
 
 class SealError(Exception):

@@ -27,10 +27,11 @@ from gateway.state.base import StateStore
 from gateway.state.bus import Bus
 
 from .broker import GatewayBroker
-from .config import resolve_key
+from .config import GatewayOAuthConfig, resolve_key
 from .sealing import Sealer, StoreError
 
-__all__ = ["OAuthService", "ClosableStore", "open_token_store", "uses_oauth", "client_metadata"]
+__all__ = ["OAuthService", "ClosableStore", "open_token_store", "probe_token_store", "uses_oauth",
+           "client_metadata"]
 
 log = logging.getLogger("gateway.oauth")
 
@@ -69,6 +70,16 @@ async def open_token_store(config: GatewayConfig, env: dict[str, str] | None = N
     return store
 
 
+async def probe_token_store(config: GatewayConfig) -> tuple[bool, str]:
+    """``validate --deep``: open the store the config names (key, file or Redis), then close it."""
+    try:
+        store = await open_token_store(config)
+    except ConfigError as exc:
+        return False, exc.message
+    await store.close()
+    return True, f"opened ({'file' if config.oauth.store_url(config.state.store).startswith('file:') else 'Redis'})"
+
+
 def client_metadata(config: GatewayConfig, public_url: str) -> dict[str, object] | None:
     """The gateway's Client ID Metadata Document (None without ``oauth.client_metadata_url``):
     its ``client_id`` is that URL; its ``redirect_uris`` the gateway's callback and every
@@ -92,6 +103,14 @@ def client_metadata(config: GatewayConfig, public_url: str) -> dict[str, object]
     }
 
 
+def _public_url(config: GatewayConfig) -> str:
+    if config.oauth.public_url is not None:
+        return config.oauth.public_url
+    http = config.gateway.http
+    host = f"[{http.host}]" if ":" in http.host else http.host
+    return f"http://{host}:{http.port}"
+
+
 class OAuthService:
     """The store, broker and port of one gateway (opened when first needed)."""
 
@@ -102,6 +121,7 @@ class OAuthService:
         self.store: ClosableStore | None = None
         self.broker: GatewayBroker | None = None
         self.port: OAuthPort | None = None
+        self._opened_with: GatewayOAuthConfig | None = None
 
     @property
     def config(self) -> GatewayConfig:
@@ -109,14 +129,7 @@ class OAuthService:
 
     @property
     def public_url(self) -> str:
-        if self.broker is not None:
-            return self.broker.public_url
-        cfg = self.config
-        if cfg.oauth.public_url is not None:
-            return cfg.oauth.public_url
-        http = cfg.gateway.http
-        host = f"[{http.host}]" if ":" in http.host else http.host
-        return f"http://{host}:{http.port}"
+        return self.broker.public_url if self.broker is not None else _public_url(self.config)
 
     def metadata(self) -> dict[str, object] | None:
         """The Client ID Metadata Document as the current config says it."""
@@ -128,11 +141,14 @@ class OAuthService:
     async def port_for(self, config: GatewayConfig) -> OAuthPort | None:
         """The port for the connectors of ``config`` (None when none of them uses OAuth and the
         store was never needed)."""
+        if self.port is not None and self._opened_with is not None and config.oauth != self._opened_with:
+            log.warning("the oauth: block changed: the token store, its key and public_url stay as they were "
+                        "until a restart")
         if self.port is None and uses_oauth(config):
             store = await open_token_store(config)
             oauth = config.oauth
-            self.store = store
-            self.broker = GatewayBroker(store, self.public_url, state=self._state, bus=self._bus,
+            self.store, self._opened_with = store, oauth
+            self.broker = GatewayBroker(store, _public_url(config), state=self._state, bus=self._bus,
                                         max_ttl_s=oauth.start_ttl_s, max_pending=oauth.max_pending,
                                         user_header=oauth.user_header)
             self.port = OAuthPort(store, self.broker, oauth.client_metadata_url)

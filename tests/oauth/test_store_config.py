@@ -109,3 +109,15 @@ async def test_open_token_store_builds_what_the_config_names(tmp_path: Path, red
     finally:
         await redis.client.delete(redis.check_key)
         await redis.close()
+
+
+async def test_validate_deep_opens_the_token_store(tmp_path: Path) -> None:
+    from gateway.oauth.service import probe_token_store
+
+    text = f"oauth: {{encryption_key: '{KEY_B64}', token_store: 'file:tokens.bin'}}\n"
+    assert await probe_token_store(parse_config(text, base_dir=tmp_path)) == (True, "opened (file)")
+    store = await open_token_store(parse_config(text, base_dir=tmp_path))
+    await store.put(GrantKey("c", "i", "p"), Grant(access_token="t"))
+    other = base64.b64encode(secrets.token_bytes(32)).decode()
+    ok, detail = await probe_token_store(parse_config(text.replace(KEY_B64, other), base_dir=tmp_path))
+    assert not ok and "sealed with another key" in detail and other not in detail

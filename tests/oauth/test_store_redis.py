@@ -105,6 +105,7 @@ async def test_an_unreachable_redis_is_a_clear_error() -> None:
         with pytest.raises(StoreError) as info:
             await store.open()
         assert "cannot be reached" in str(info.value)
+        assert info.value.code == -32004  # a call needing the store fails as unavailable
         with pytest.raises(StoreError):
             await store.get(GrantKey("c", "i", "p"))
     finally:
