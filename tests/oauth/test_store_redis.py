@@ -7,6 +7,7 @@ import asyncio
 import secrets
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -110,3 +111,33 @@ async def test_an_unreachable_redis_is_a_clear_error() -> None:
             await store.get(GrantKey("c", "i", "p"))
     finally:
         await store.close()
+
+
+async def test_two_gateways_on_one_redis_share_grants(redis_url: str, tmp_path: Any,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two running gateways with state.store on one Redis: the token store defaults to it, and a
+    grant one stores (a person authorised through it) is what the other's connectors read."""
+    import base64
+
+    import gateway.oauth.service as service_module
+    from tests.support import running_gateway
+
+    monkeypatch.setattr(service_module, "uses_oauth", lambda config: True)  # no kind has oauth: yet here
+    prefix = f"gw:test:{secrets.token_hex(6)}"
+    text = (f"gateway: {{cursor_secret: s}}\nstate: {{store: '{redis_url}', redis_prefix: '{prefix}'}}\n"
+            f"oauth: {{encryption_key: '{base64.b64encode(KEY).decode()}'}}\n"
+            "connectors:\n  - {name: team, type: static, prompts: [{name: p, messages: [{role: user, text: hi}]}]}\n")
+    async with running_gateway(text, base_dir=tmp_path) as a, running_gateway(text, base_dir=tmp_path) as b:
+        port_a, port_b = a.gateway.oauth.port, b.gateway.oauth.port
+        assert port_a is not None and port_b is not None and port_a.store is not port_b.store
+        assert isinstance(port_a.store, RedisTokenStore)
+        key = GrantKey("team", "https://idp.example", "alice")
+        await port_a.store.put(key, Grant(access_token=CANARY))
+        got = await port_b.store.get(key)
+        assert got is not None and got.access_token == CANARY
+        await port_b.store.delete(key)
+        assert await port_a.store.get(key) is None
+        store = port_a.store
+        assert store.grants_key == "{" + prefix + ":oauth}:grants"
+        await store.client.delete(store.check_key)
+    assert not (tmp_path / "oauth-tokens.bin").exists()
