@@ -78,8 +78,7 @@ class _Pending:
     authorization_url: str
     redeem: Callable[[str], Awaitable[Grant]]
     expires: float  # time.monotonic()
-    opened: bool = False
-    recorded: asyncio.Task[None] | None = field(default=None, repr=False)
+    recorded: asyncio.Task[bool] | None = field(default=None, repr=False)
 
 
 def _state_record_id(state: str) -> str:
@@ -129,7 +128,7 @@ class GatewayBroker:
             self._done[key] = asyncio.Event()
         if self._state is not None:
             record = {"replica": self.replica, "connector": key.connector, "principal": key.principal}
-            pending.recorded = self._spawn(self._state.save_session(_state_record_id(state), record, ttl))
+            pending.recorded = self._spawn(self._record(state, record, ttl))
         return f"{self.public_url}/oauth/start/{start_id}"
 
     async def wait(self, key: GrantKey, timeout: float) -> Grant | None:
@@ -148,7 +147,7 @@ class GatewayBroker:
         if owner != self.replica and re.fullmatch(r"[0-9a-f]{10}", owner):
             return await self._route(owner, START_KIND, {"id": start_id, "user": user})
         pending = self._by_start.pop(start_id, None)
-        if pending is None or pending.expires < time.monotonic() or pending.opened:
+        if pending is None or pending.expires < time.monotonic():
             return Page(400, "Link expired", "This authorization link was already used or has expired. "
                                              "Ask for the tool again to get a new one.")
         if self.user_header is not None and user != pending.key.principal:
@@ -156,15 +155,11 @@ class GatewayBroker:
             self._by_start[start_id] = pending
             return Page(403, "Not your authorization", "This authorization link was made for another "
                                                        "user. Open your own link.")
-        pending.opened = True
-        if pending.recorded is not None:  # the callback may land on any replica: record it first
-            try:
-                await pending.recorded
-            except Exception as exc:
-                log.warning("recording a pending OAuth authorization failed: %s", type(exc).__name__)
-                self._forget(pending)
-                return Page(503, "Try again", "The gateway could not record this authorization. "
-                                              "Ask for the tool again to get a new link.")
+        # The callback may land on any replica: it is recorded before the person is sent on.
+        if pending.recorded is not None and not await pending.recorded:
+            self._forget(pending, failed=True)
+            return Page(503, "Try again", "The gateway could not record this authorization. "
+                                          "Ask for the tool again to get a new link.")
         return Redirect(pending.authorization_url)
 
     # -- /oauth/callback -----------------------------------------------------------------------------
@@ -219,6 +214,15 @@ class GatewayBroker:
                     f"{pending.key.connector} is authorized. You can close this page and return to your client.")
 
     # -- replicas -------------------------------------------------------------------------------------
+    async def _record(self, state: str, record: dict[str, Any], ttl: float) -> bool:
+        assert self._state is not None
+        try:
+            await self._state.save_session(_state_record_id(state), record, ttl)
+        except Exception as exc:
+            log.warning("recording a pending OAuth authorization failed: %s", type(exc).__name__)
+            return False
+        return True
+
     async def _owner_of(self, state: str) -> str | None:
         assert self._state is not None
         try:
