@@ -26,7 +26,7 @@ from connectors.oauth.port import LOCAL_OAUTH, Grant, GrantKey, MemoryTokenStore
 from gateway.oauth.broker import GatewayBroker
 from gateway.oauth.routes import add_routes
 from gateway.protocol.errors import ConfigError, RateLimited
-from tests.support import running_gateway
+from tests.support import running_gateway, serving
 
 KEY_B64 = base64.b64encode(secrets.token_bytes(32)).decode()
 
@@ -88,19 +88,6 @@ class AuthServer:
                                                     "response_type": "code", "client_id": "gw"})
         return broker.begin(key=key, authorization_url=url, state=state, expected_issuer=expected_issuer,
                             redeem=redeem, ttl_s=ttl_s)
-
-
-@asynccontextmanager
-async def serving(app: web.Application) -> AsyncIterator[str]:
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
 
 
 @dataclass

@@ -22,7 +22,8 @@ from gateway.oauth.routes import add_routes
 from gateway.oauth.sealing import Sealer
 from gateway.state.bus import Bus
 from gateway.state.redis_store import RedisStore
-from tests.oauth.test_routes import AuthServer, serving
+from tests.oauth.test_routes import AuthServer
+from tests.support import serving
 
 KEY = secrets.token_bytes(32)
 
