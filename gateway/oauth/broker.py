@@ -10,9 +10,10 @@ replica's name), **single use** and expires with the authorization (``ttl_s``, a
 
 1. finds the pending authorization by ``state`` (unknown or expired: refused, nothing stored) and
    forgets it (a ``state`` is used once, whatever follows);
-2. checks ``iss`` by exact string comparison (RFC 9207 §2.4, no normalisation): required and equal
-   to ``expected_issuer`` when the server advertises it, equal to the grant's issuer whenever it is
-   present; on a mismatch nothing of the response is acted on or shown, ``error`` included;
+2. checks ``iss`` by exact string comparison (RFC 9207 §2.4, no normalisation): whenever present it
+   must equal the issuer the authorization was sent to (``expected_issuer``, else the grant's);
+   absent, it is refused when the server advertises it (``iss_required``); on a mismatch nothing
+   of the response is acted on or shown, ``error`` included;
 3. an ``error`` response is reported; else ``redeem(code)`` runs, the grant is stored under its
    :class:`GrantKey`, and :meth:`wait` wakes.
 
@@ -75,6 +76,7 @@ class _Pending:
     state: str
     key: GrantKey
     expected_issuer: str | None
+    iss_required: bool
     authorization_url: str
     redeem: Callable[[str], Awaitable[Grant]]
     expires: float  # time.monotonic()
@@ -110,7 +112,11 @@ class GatewayBroker:
 
     # -- the AuthorizationBroker protocol ---------------------------------------------------------
     def begin(self, *, key: GrantKey, authorization_url: str, state: str, expected_issuer: str | None,
-              redeem: Callable[[str], Awaitable[Grant]], ttl_s: float = 600.0) -> str:
+              redeem: Callable[[str], Awaitable[Grant]], ttl_s: float = 600.0,
+              iss_required: bool | None = None) -> str:
+        """``expected_issuer``: the issuer the authorization was sent to (None: the key's);
+        ``iss_required``: the server advertises ``authorization_response_iss_parameter_supported``
+        (None, from a caller that does not say: required when ``expected_issuer`` is given)."""
         now = time.monotonic()
         self._purge(now)
         if state in self._by_state:
@@ -120,7 +126,8 @@ class GatewayBroker:
                               f"{self.max_pending}); try again later", 5000, "oauth")
         ttl = min(ttl_s, self.max_ttl_s)
         start_id = f"{self.replica}.{secrets.token_urlsafe(32)}"
-        pending = _Pending(start_id, state, key, expected_issuer, authorization_url, redeem, now + ttl)
+        required = expected_issuer is not None if iss_required is None else iss_required
+        pending = _Pending(start_id, state, key, expected_issuer, required, authorization_url, redeem, now + ttl)
         self._by_start[start_id] = pending
         self._by_state[state] = pending
         event = self._done.get(key)
@@ -183,8 +190,8 @@ class GatewayBroker:
                                                      "was stored; ask for the tool again to get a new link.")
         self._forget(pending)  # a state is used once, whatever happens next
         iss = query.get("iss")
-        expected = pending.expected_issuer
-        if (expected is not None and iss is None) or (iss is not None and iss != (expected or pending.key.issuer)):
+        expected = pending.expected_issuer or pending.key.issuer
+        if (iss is None and pending.iss_required) or (iss is not None and iss != expected):
             self._wake(pending.key)
             # RFC 9207: on a mismatch nothing of the response (error included) is acted on or shown.
             return Page(400, "Authorization failed", "The response did not come from the authorization server "

@@ -72,7 +72,7 @@ class AuthServer:
         return app
 
     def begin(self, broker: GatewayBroker, key: GrantKey, callback: str, expected_issuer: str | None = None,
-              ttl_s: float = 600.0) -> str:
+              ttl_s: float = 600.0, iss_required: bool | None = None) -> str:
         """What a connector does: an authorization URL and a redeem coroutine, handed to the broker."""
         state = new_state()
 
@@ -87,7 +87,7 @@ class AuthServer:
         url = self.url + "/authorize?" + urlencode({"state": state, "redirect_uri": callback,
                                                     "response_type": "code", "client_id": "gw"})
         return broker.begin(key=key, authorization_url=url, state=state, expected_issuer=expected_issuer,
-                            redeem=redeem, ttl_s=ttl_s)
+                            redeem=redeem, ttl_s=ttl_s, iss_required=iss_required)
 
 
 @dataclass
@@ -128,7 +128,7 @@ async def test_a_person_authorizes_and_the_waiting_call_gets_the_grant() -> None
     async with rig() as r:
         r.auth.send_iss = r.auth.url
         key = GrantKey("crm", r.auth.url, "alice")
-        link = r.begin(key, expected_issuer=r.auth.url)
+        link = r.begin(key, expected_issuer=r.auth.url, iss_required=True)
         assert link.startswith(r.url + "/oauth/start/") and len(link.rsplit(".", 1)[1]) >= 43
         waiting = asyncio.create_task(r.broker.wait(key, 30))
         status, text, resp = await _follow(link)
@@ -146,26 +146,23 @@ async def test_a_person_authorizes_and_the_waiting_call_gets_the_grant() -> None
         assert status == 400 and "already used or has expired" in text
 
 
-@pytest.mark.parametrize(("expected", "sent", "ok"), [
-    ("{as}", "{as}", True),
-    (None, None, True),  # not advertised, not sent: proceed (RFC 9207 table, last row)
-    (None, "{as}", True),  # not advertised, sent: compared, equal
-    ("{as}", None, False),  # advertised, absent: reject
-    ("{as}", "{as}/", False),  # a trailing slash is another issuer: no normalisation
-    ("{as}", "{AS}", False),  # nor case folding of the scheme and host
-    (None, "https://evil.example", False),  # not advertised, sent and different: reject
+@pytest.mark.parametrize(("advertised", "sent", "ok"), [
+    (True, "{as}", True),
+    (False, None, True),  # not advertised, not sent: proceed (RFC 9207 table, last row)
+    (False, "{as}", True),  # not advertised, sent: compared, equal
+    (True, None, False),  # advertised, absent: reject
+    (True, "{as}/", False),  # a trailing slash is another issuer: no normalisation
+    (True, "{AS}", False),  # nor case folding of the scheme and host
+    (False, "https://evil.example", False),  # not advertised, sent and different: reject
+    (False, "{as}:80", False),  # nor default-port or other rewriting
 ])
-async def test_iss_is_compared_exactly_before_the_code_is_redeemed(expected: str | None, sent: str | None,
+async def test_iss_is_compared_exactly_before_the_code_is_redeemed(advertised: bool, sent: str | None,
                                                                    ok: bool) -> None:
     async with rig() as r:
         issuer = r.auth.url
-
-        def fill(v: str | None) -> str | None:
-            return None if v is None else v.format(**{"as": issuer, "AS": issuer.upper()})
-
-        r.auth.send_iss = fill(sent)
+        r.auth.send_iss = None if sent is None else sent.format(**{"as": issuer, "AS": issuer.upper()})
         key = GrantKey("crm", issuer, "alice")
-        link = r.begin(key, expected_issuer=fill(expected))
+        link = r.begin(key, expected_issuer=issuer, iss_required=advertised)
         waiting = asyncio.create_task(r.broker.wait(key, 30))
         status, text, _ = await _follow(link)
         async with asyncio.timeout(10):  # a refusal wakes the waiting call at once, with no grant
@@ -177,17 +174,27 @@ async def test_iss_is_compared_exactly_before_the_code_is_redeemed(expected: str
             assert grant is None and await r.store.get(key) is None and r.auth.redeemed == []
 
 
+async def test_a_caller_that_does_not_say_gets_iss_required_with_an_expected_issuer() -> None:
+    """The port as first written: an ``expected_issuer`` meant "advertised" (no ``iss_required``)."""
+    async with rig() as r:
+        key = GrantKey("crm", r.auth.url, "alice")
+        status, _, _ = await _follow(r.begin(key, expected_issuer=r.auth.url))
+        assert status == 400
+        status, _, _ = await _follow(r.begin(key))
+        assert status == 200
+
+
 async def test_an_error_response_is_shown_escaped_but_only_from_the_right_issuer() -> None:
     async with rig() as r:
         r.auth.error = "access_denied"
         r.auth.send_iss = r.auth.url
         key = GrantKey("crm", r.auth.url, "alice")
-        status, text, _ = await _follow(r.begin(key, expected_issuer=r.auth.url))
+        status, text, _ = await _follow(r.begin(key, expected_issuer=r.auth.url, iss_required=True))
         assert status == 400 and "access_denied" in text and "said no" in text
         assert "<script>" not in text and "&lt;script&gt;" in text
         # With a wrong iss nothing of the error response is shown (RFC 9207 / the MCP spec).
         r.auth.send_iss = "https://evil.example"
-        status, text, _ = await _follow(r.begin(key, expected_issuer=r.auth.url))
+        status, text, _ = await _follow(r.begin(key, expected_issuer=r.auth.url, iss_required=False))
         assert status == 400 and "said no" not in text and "access_denied" not in text
         assert await r.store.get(key) is None
 

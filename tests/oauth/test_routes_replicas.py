@@ -66,7 +66,7 @@ async def test_start_and_callback_on_the_other_replica_reach_the_owner(redis_url
         auth.send_iss = auth.url
         key = GrantKey("crm", auth.url, "alice")
         # A begins (its connector holds the redeem); the person's browser reaches B for both steps.
-        link = auth.begin(a.broker, key, b.url + "/oauth/callback", expected_issuer=auth.url)
+        link = auth.begin(a.broker, key, b.url + "/oauth/callback", expected_issuer=auth.url, iss_required=True)
         link_on_b = link.replace(a.url, b.url)
         waiting = asyncio.create_task(a.broker.wait(key, 30))
         async with aiohttp.ClientSession() as http, http.get(link_on_b) as resp:
