@@ -187,9 +187,7 @@ class Gateway:
             if only is not None and cfg.name not in only:
                 continue
             created[cfg.name] = connector_class(cfg.type)(cfg, base_dir=Path(config.base_dir))
-        port = await self.oauth.port_for(config)  # ConfigError (no key, wrong key) before any start
-        for connector in created.values() if port is not None else ():
-            setattr(connector, "oauth_port", port)  # noqa: B010 (the attribute is the connectors' seam)
+        await self.oauth.attach(config, created.values())  # the OAuthPort; no or a wrong key: ConfigError
 
         async def start_one(connector: Connector) -> None:
             try:

@@ -95,6 +95,7 @@ async def _serve(args: argparse.Namespace) -> int:
     runner = await start_server(app, lambda: gateway.config.gateway.http, host, port, access_log=access_log,
                                 shutdown_timeout=config.gateway.shutdown_grace_s, reuse_port=args.reuse_port)
     bound = runner.addresses[0][1] if runner.addresses else port
+    gateway.oauth.serving_at(f"http://{host}:{bound}")  # authorization links, unless oauth.public_url is set
     log.info("serving MCP on http://%s:%s/mcp (Streamable HTTP) and /sse (legacy SSE)", host, bound)
     print(f"mcp-gateway listening on http://{host}:{bound}/mcp", file=sys.stderr, flush=True)
 

@@ -81,6 +81,7 @@ async def running_gateway(config: str | GatewayConfig, base_dir: str | Path | No
     app = build_app(gateway)
     runner = await start_server(app, lambda: gateway.config.gateway.http, "127.0.0.1", 0, shutdown_timeout=1.0)
     port = runner.addresses[0][1]
+    gateway.oauth.serving_at(f"http://127.0.0.1:{port}")  # authorization links point at this server
     try:
         yield RunningGateway(gateway, f"http://127.0.0.1:{port}", app)
     finally:

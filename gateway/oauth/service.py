@@ -6,21 +6,24 @@ of ``oauth.encryption_key`` / ``$MCP_GATEWAY_OAUTH_KEY``, and opens it: a missin
 key, a store sealed with another key, or an unreachable Redis is a :class:`ConfigError` naming
 ``oauth.*`` before any connector starts. ``mcp-gateway oauth list|revoke`` uses it too.
 
-:class:`OAuthService` opens the store the first time a config has a connector with an ``oauth:``
-block (:meth:`port_for`, called for each batch of connectors the app starts, at start-up and on
-reload) and gives every one of them the same :class:`~connectors.oauth.port.OAuthPort`; a gateway
-with no such connector opens nothing and needs no key. The store and the routes' base URL are
+:class:`OAuthService` opens the store the first time a connector about to start has an ``oauth:``
+block and no port of its own (:meth:`attach`, called for each batch of connectors the app starts,
+at start-up and on reload) and gives every such connector the same
+:class:`~connectors.oauth.port.OAuthPort`; a gateway with none opens nothing and needs no key. A
+connector given a port already (a test's, an embedding application's) keeps it. The store is
 fixed when it opens: changing ``oauth.token_store``, the key or ``public_url`` takes a restart.
+Authorization links start with ``oauth.public_url``, else the address the server bound
+(:meth:`serving_at`), else ``http://{gateway.http.host}:{port}``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from connectors.oauth.port import OAuthPort, TokenStore
+from connectors.oauth.port import LOCAL_OAUTH, OAuthPort, TokenStore
 from gateway.config import GatewayConfig
 from gateway.protocol.errors import ConfigError
 from gateway.state.base import StateStore
@@ -30,7 +33,7 @@ from .broker import GatewayBroker
 from .config import GatewayOAuthConfig, resolve_key
 from .sealing import Sealer, StoreError
 
-__all__ = ["OAuthService", "ClosableStore", "open_token_store", "probe_token_store", "uses_oauth",
+__all__ = ["OAuthService", "ClosableStore", "open_token_store", "probe_token_store", "uses_oauth", "wants_port",
            "client_metadata"]
 
 log = logging.getLogger("gateway.oauth")
@@ -45,6 +48,13 @@ class ClosableStore(TokenStore, Protocol):
 def uses_oauth(config: GatewayConfig) -> bool:
     """Whether a connector of ``config`` has an ``oauth:`` block (the kinds' models say so)."""
     return any(getattr(c, "oauth", None) is not None for c in config.connectors)
+
+
+def wants_port(connector: Any) -> bool:
+    """A connector with an ``oauth:`` block and the default port (or none: a connector class
+    without the attribute): the gateway's port is for it. One given a port already keeps it."""
+    return getattr(connector.config, "oauth", None) is not None and \
+        getattr(connector, "oauth_port", LOCAL_OAUTH) is LOCAL_OAUTH
 
 
 async def open_token_store(config: GatewayConfig, env: dict[str, str] | None = None) -> ClosableStore:
@@ -122,6 +132,7 @@ class OAuthService:
         self.broker: GatewayBroker | None = None
         self.port: OAuthPort | None = None
         self._opened_with: GatewayOAuthConfig | None = None
+        self._bound: str | None = None
 
     @property
     def config(self) -> GatewayConfig:
@@ -129,7 +140,9 @@ class OAuthService:
 
     @property
     def public_url(self) -> str:
-        return self.broker.public_url if self.broker is not None else _public_url(self.config)
+        if self.broker is not None:
+            return self.broker.public_url
+        return self.config.oauth.public_url or self._bound or _public_url(self.config)
 
     def metadata(self) -> dict[str, object] | None:
         """The Client ID Metadata Document as the current config says it."""
@@ -138,23 +151,38 @@ class OAuthService:
     def metadata_path(self) -> str | None:
         return self.config.oauth.metadata_path()
 
-    async def port_for(self, config: GatewayConfig) -> OAuthPort | None:
-        """The port for the connectors of ``config`` (None when none of them uses OAuth and the
-        store was never needed)."""
-        if self.port is not None and self._opened_with is not None and config.oauth != self._opened_with:
-            log.warning("the oauth: block changed: the token store, its key and public_url stay as they were "
-                        "until a restart")
-        if self.port is None and uses_oauth(config):
-            store = await open_token_store(config)
-            oauth = config.oauth
-            self.store, self._opened_with = store, oauth
-            self.broker = GatewayBroker(store, _public_url(config), state=self._state, bus=self._bus,
-                                        max_ttl_s=oauth.start_ttl_s, max_pending=oauth.max_pending,
-                                        user_header=oauth.user_header)
-            self.port = OAuthPort(store, self.broker, oauth.client_metadata_url)
-            log.info("OAuth token store open (%s); authorization links under %s/oauth/start/",
-                     "Redis" if not oauth.store_url(config.state.store).startswith("file:") else "file",
-                     self.broker.public_url)
+    def serving_at(self, url: str) -> None:
+        """The address the HTTP server bound (``serve``, tests on an ephemeral port): the base of
+        authorization links when ``oauth.public_url`` is not set."""
+        self._bound = url.rstrip("/")
+        if self.broker is not None and self._opened_with is not None and self._opened_with.public_url is None:
+            self.broker.public_url = self._bound
+
+    async def attach(self, config: GatewayConfig, connectors: Iterable[Any]) -> None:
+        """Give the port to each of ``connectors`` (about to start) that wants one: an ``oauth:``
+        block and no port of its own (the default :data:`LOCAL_OAUTH`). The store opens with the
+        first one: a missing or wrong key is a ConfigError before any connector starts."""
+        wanting = [c for c in connectors if wants_port(c)]
+        port = await self.port_for(config) if wanting else None
+        for connector in wanting:
+            setattr(connector, "oauth_port", port)  # noqa: B010 (the connectors' seam, by duck typing)
+
+    async def port_for(self, config: GatewayConfig) -> OAuthPort:
+        """The port of this gateway, opening the store and the broker the first time."""
+        if self.port is not None:
+            if config.oauth != self._opened_with:
+                log.warning("the oauth: block changed: the token store, its key and public_url stay as they "
+                            "were until a restart")
+            return self.port
+        store = await open_token_store(config)
+        oauth = config.oauth
+        self.store, self._opened_with = store, oauth
+        public = oauth.public_url or self._bound or _public_url(config)
+        self.broker = GatewayBroker(store, public, state=self._state, bus=self._bus, max_ttl_s=oauth.start_ttl_s,
+                                    max_pending=oauth.max_pending, user_header=oauth.user_header)
+        self.port = OAuthPort(store, self.broker, oauth.client_metadata_url)
+        log.info("OAuth token store open (%s); authorization links under %s/oauth/start/",
+                 "Redis" if not oauth.store_url(config.state.store).startswith("file:") else "file", public)
         return self.port
 
     async def close(self) -> None:

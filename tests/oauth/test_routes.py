@@ -22,7 +22,7 @@ import pytest
 from aiohttp import web
 
 import gateway.oauth.service as service_module
-from connectors.oauth.port import LOCAL_OAUTH, Grant, GrantKey, MemoryTokenStore, new_state
+from connectors.oauth.port import LOCAL_OAUTH, Grant, GrantKey, MemoryTokenStore, OAuthPort, new_state
 from gateway.oauth.broker import GatewayBroker
 from gateway.oauth.routes import add_routes
 from gateway.protocol.errors import ConfigError, RateLimited
@@ -275,7 +275,7 @@ def _oauth_config(tmp_path: Path, key: str | None = KEY_B64) -> str:
 async def test_the_gateway_serves_its_client_metadata_and_gives_connectors_the_port(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # No connector kind of this branch has an `oauth:` block yet: say that one does.
-    monkeypatch.setattr(service_module, "uses_oauth", lambda config: True)
+    monkeypatch.setattr(service_module, "wants_port", lambda connector: True)
     async with running_gateway(_oauth_config(tmp_path)) as gw:
         port = gw.gateway.oauth.port
         assert port is not None and gw.connectors["team"].oauth_port is port
@@ -295,16 +295,17 @@ async def test_the_gateway_serves_its_client_metadata_and_gives_connectors_the_p
         async with serving(auth.app()) as auth.url:
             broker = gw.gateway.oauth.broker
             assert broker is not None
-            broker.public_url = gw.url  # bound to an ephemeral port after the config was read
             key = GrantKey("team", auth.url, "alice")
-            status, text, _ = await _follow(auth.begin(broker, key, gw.url + "/oauth/callback"))
+            link = auth.begin(broker, key, gw.url + "/oauth/callback")
+            assert link.startswith(gw.url + "/oauth/start/")  # the port bound, not the config's 8080
+            status, text, _ = await _follow(link)
             assert status == 200 and (await port.store.get(key)) is not None
     assert (tmp_path / "tokens.bin").exists()
 
 
 async def test_without_a_key_a_gateway_using_oauth_does_not_start(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(service_module, "uses_oauth", lambda config: True)
+    monkeypatch.setattr(service_module, "wants_port", lambda connector: True)
     monkeypatch.delenv("MCP_GATEWAY_OAUTH_KEY", raising=False)
     with pytest.raises(ConfigError) as info:
         async with running_gateway(_oauth_config(tmp_path, key=None)):
@@ -319,3 +320,15 @@ async def test_a_gateway_without_oauth_connectors_opens_no_store(tmp_path: Path)
         status, _, _ = await _follow(gw.url + "/oauth/callback?state=x&code=y")
         assert status == 400
     assert not (tmp_path / "tokens.bin").exists()
+
+
+def test_the_gateway_gives_its_port_only_to_oauth_connectors_without_one() -> None:
+    from gateway.oauth.service import wants_port
+
+    other = OAuthPort(MemoryTokenStore(), GatewayBroker(MemoryTokenStore(), "http://gw"))
+    with_block = SimpleNamespace(oauth=SimpleNamespace(identity="user"))
+    assert wants_port(SimpleNamespace(config=with_block))  # a connector class without the attribute
+    assert wants_port(SimpleNamespace(config=with_block, oauth_port=LOCAL_OAUTH))
+    assert not wants_port(SimpleNamespace(config=with_block, oauth_port=other))  # a test's or an embedder's
+    assert not wants_port(SimpleNamespace(config=SimpleNamespace(oauth=None)))
+    assert not wants_port(SimpleNamespace(config=SimpleNamespace()))

@@ -122,7 +122,7 @@ async def test_two_gateways_on_one_redis_share_grants(redis_url: str, tmp_path: 
     import gateway.oauth.service as service_module
     from tests.support import running_gateway
 
-    monkeypatch.setattr(service_module, "uses_oauth", lambda config: True)  # no kind has oauth: yet here
+    monkeypatch.setattr(service_module, "wants_port", lambda connector: True)  # no kind has oauth: yet here
     prefix = f"gw:test:{secrets.token_hex(6)}"
     text = (f"gateway: {{cursor_secret: s}}\nstate: {{store: '{redis_url}', redis_prefix: '{prefix}'}}\n"
             f"oauth: {{encryption_key: '{base64.b64encode(KEY).decode()}'}}\n"
