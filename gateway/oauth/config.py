@@ -11,7 +11,7 @@ the gateway gives every such connector:
   ``${MCP_GATEWAY_OAUTH_KEY}``; unset, the environment variable ``MCP_GATEWAY_OAUTH_KEY`` is read
   when the store is first needed. The store is AES-256-GCM sealed; no key is a start-up error.
 * ``public_url``: the gateway's base URL as a person's browser reaches it; ``/oauth/start/{id}``
-  links and ``/oauth/callback`` are under it (default: ``http://{gateway.http.host}:{port}``).
+  links and ``/oauth/callback`` are under it (default: the address the server bound).
 * ``client_metadata_url``: the gateway's Client ID Metadata Document (its URL is the client_id),
   served by the gateway at that URL's path; ``https`` with a path (``http`` only on loopback).
 
