@@ -11,11 +11,13 @@ not a list of one spec's operation names. Keys and alternatives are lower-case w
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+from gateway.discovery.intent import Intent, query_intent
 from gateway.discovery.words import split_words
 
-__all__ = ["Concept", "expand", "STOPWORDS", "SYNONYMS", "VERBS"]
+__all__ = ["Concept", "Query", "parse", "expand", "STOPWORDS", "SYNONYMS", "SOFT", "VERBS"]
 
 # Words that carry no intent in a request ("show me the ...", "what is ...").
 STOPWORDS = frozenset("""
@@ -34,7 +36,7 @@ SYNONYMS: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
 def _add(keys: str, alts: str) -> None:
     """``_add("pr,prs", "pull request,pull")``: each key means any of the phrases. ``+`` joins
     concepts a key carries at once: ``_add("ship", "release + create")`` (ship = create a release)."""
-    groups = tuple(tuple(a.strip() for a in g.split(",") if a.strip()) for g in alts.split("+"))
+    groups = tuple(tuple(a.strip() for a in g.split(",") if a.strip()) for g in alts.split("+") if g.strip())
     for key in keys.split(","):
         SYNONYMS[tuple(split_words(key))] = groups
 
@@ -108,6 +110,35 @@ _add("turn on,switch on,resume", "enable")
 _add("approve,sign off,lgtm", "approve,review")
 _add("assign,give to,hand to", "assignee,assign")
 _add("publish", "create,release,pages")
+_add("take off,take away,take out,get rid of,throw away,throw out,discard,strip", "remove,delete,dismiss")
+_add("dismiss,ignore,wont fix,not relevant", "dismiss,update")
+_add("mark,mark as", "mark,set,update,create")
+_add("grant,give access,let", "add,create")
+_add("let people,allow", "enable,unlock,add")
+# --- phrases that ask nothing ("give me the logs" asks for logs, not for giving)
+_add("give me,give us,show me,tell me,let me know,i want,i need,can you,could you,please", "")
+# --- general nouns: how people name what APIs call events, comments, addresses, states
+_add("history,happened,timeline,audit trail,what happened", "event,timeline,history,activity")
+_add("say,said,wrote,feedback,remark,remarks", "comment,review")
+_add("line by line,inline,line comments,on a line", "review comment,comment")
+_add("ip,ips,ip range,ip ranges,ip address,ip addresses,allowlist", "ip address,meta")
+_add("waiting,awaiting,outstanding,unmerged,not merged", "open,pending")
+_add("licence,licenses,licences", "license")
+_add("talk,discuss,chat", "conversation,comment")
+_add("again,back", "un,re")
+_add("off", "remove,delete")
+
+
+
+# Soft concepts: words that hint at what a tool is about without being what the caller asks for.
+# They add a small bonus to tools that match them and never count against tools that do not
+# ("list my gists": every gists list is a candidate; the one for the authenticated user is a bit
+# more likely). They are detected before stop words are dropped: "my", "who" are stop words.
+SOFT: dict[str, tuple[str, ...]] = {}
+for _w in "my mine i me myself im own owned".split():
+    SOFT[_w] = ("authenticated user", "authenticated", "current user")
+for _w in "who whom whose someone somebody people".split():
+    SOFT[_w] = ("user", "member", "people", "collaborator")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,32 +154,64 @@ class Concept:
         return any(p in VERBS for p in self.phrases)
 
 
-def _stem(word: str) -> str:
-    # Only for looking words up in SYNONYMS ("tickets" finds "ticket"); FTS5 stems the index.
-    for suffix in ("ies", "es", "s"):
-        if len(word) > 4 and word.endswith(suffix):
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return word
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A parsed query: the concepts it asks for (each counts toward a tool's coverage), the soft
+    hints (a small bonus, never a cost) and the kind of operation it asks for."""
+
+    concepts: tuple[Concept, ...]
+    soft: tuple[Concept, ...]
+    intent: Intent
 
 
 # The action words specs name operations with.
 VERBS = frozenset({"create", "list", "get", "delete", "remove", "update", "cancel", "re run", "rerun",
                    "rerequest", "dispatch", "download", "search", "redeliver", "transfer", "disable",
-                   "enable", "approve", "merge", "set", "add"})
+                   "enable", "approve", "merge", "set", "add", "dismiss", "lock", "unlock", "mark"})
 
 _MAX_KEY = max(len(k) for k in SYNONYMS)
 
 
-def expand(query: str) -> list[Concept]:
-    """The concepts of *query*: longest synonym keys first, stop words dropped, order kept."""
+def _inflections(word: str) -> Iterator[str]:
+    """The forms a map key may have for an inflected *word*: one suffix off ("tickets" → ticket,
+    "deploying" → deploy, "merged" → merge). Deliberately lighter than a stemmer, which would
+    also turn "findings" into "find" (a search verb): only whole inflections are undone."""
+    if len(word) <= 4:
+        return
+    if word.endswith("ies"):
+        yield word[:-3] + "y"
+    if word.endswith("es"):
+        yield word[:-2]
+    if word.endswith("s") and not word.endswith("ss"):
+        yield word[:-1]
+    for suffix in ("ed", "ing"):
+        if word.endswith(suffix):
+            base = word[:-len(suffix)]
+            yield from (base, base + "e")
+            if len(base) > 2 and base[-1] == base[-2]:
+                yield base[:-1]  # "starred" → star, "shipping" → ship
+
+
+def _lookup(key: tuple[str, ...]) -> tuple[tuple[str, ...], ...] | None:
+    alts = SYNONYMS.get(key)
+    if alts is None:
+        for form in _inflections(key[-1]):
+            alts = SYNONYMS.get((*key[:-1], form))
+            if alts is not None:
+                break
+    return alts
+
+
+def parse(query: str) -> Query:
+    """The concepts, soft hints and intent of *query*."""
     words = split_words(query)
     out: list[Concept] = []
     i = 0
     while i < len(words):
         for n in range(min(_MAX_KEY, len(words) - i), 0, -1):
             key = tuple(words[i:i + n])
-            alts = SYNONYMS.get(key) or (SYNONYMS.get((_stem(key[0]),)) if n == 1 else None)
-            if alts:
+            alts = _lookup(key)
+            if alts is not None:
                 said = " ".join(key)
                 for j, group in enumerate(alts):
                     # The caller's own word counts for the first concept it stands for.
@@ -168,4 +231,11 @@ def expand(query: str) -> list[Concept]:
         if means not in seen:
             seen.add(means)
             kept.append(c)
-    return kept
+    soft = {SOFT[w]: w for w in words if w in SOFT}
+    intent = query_intent(words, (c.phrases for c in kept if c.verb))
+    return Query(tuple(kept), tuple(Concept(w, p) for p, w in soft.items()), intent)
+
+
+def expand(query: str) -> list[Concept]:
+    """The concepts of *query*: longest synonym keys first, stop words dropped, order kept."""
+    return list(parse(query).concepts)

@@ -1,0 +1,112 @@
+"""The second ranking stage: re-scoring BM25's best candidates by what they cover.
+
+BM25 (stage one, in :mod:`.index`) finds candidates; it rewards a word repeated in a long
+description as much as a word in the name, and a common word ("repository") nearly as much as the
+one word that says what the caller wants ("stargazers"). This stage scores each candidate by:
+
+* **coverage**: for each concept of the query, the best field it occurs in (name 1.0, title 0.9,
+  tags and path 0.5, description 0.3, parameter names 0.2), weighted by the concept's IDF over
+  the catalog, as a share of what full coverage would score. A concept no tool has (a person's
+  name, a version number) weighs nothing; a rare one weighs most. Words are compared as stems
+  (:func:`~gateway.discovery.words.stem`), a concept's phrase matches a field when all its stems
+  occur in it;
+* **BM25**, normalised to the best candidate, as a tie-breaker with half coverage's weight;
+* **extra name words**: the share of the tool's name words no concept asked for
+  (``issues_create`` beats ``issues_create-for-org-and-enterprise`` when nobody said "org");
+* **intent** (:mod:`.intent`): the query's kind of operation against the tool's annotations;
+* **soft hints**: "my" → authenticated user, "who" → user/member: a small bonus when the name or
+  title matches, never a cost.
+
+Each tool's stems are computed once, when it is indexed (:func:`profile`), as one space-joined
+string per field: matching a stem is a substring test, and 6,000 profiles stay a few MB.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from gateway.discovery.intent import agreement
+from gateway.discovery.synonyms import Concept, Query
+from gateway.discovery.words import split_words, stem
+
+__all__ = ["Profile", "profile", "rerank", "FIELD_WEIGHTS"]
+
+# Field order of a Profile and how much a concept found there says about the tool.
+FIELD_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 0.2)  # name, title, tags, path, description, params
+_BM25_SHARE = 0.5
+_EXTRA_PENALTY = 0.45
+_SOFT_BONUS = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """A tool's stems per field (each `` s1 s2 ... ``), its name's stems and its kind."""
+
+    fields: tuple[str, ...]
+    name: tuple[str, ...]
+    kind: str
+
+
+def _joined(text: str) -> str:
+    return " " + " ".join(dict.fromkeys(stem(w) for w in split_words(text))) + " "
+
+
+def profile(name: str, title: str, tags: str, path: str, description: str, param_names: str,
+            kind: str) -> Profile:
+    """The :class:`Profile` of one tool; *name* is its local name (no connector prefix). Its
+    namespace (``issues`` of ``issues_remove-label``) is matched like any name word but is not
+    counted as an extra word nobody asked for."""
+    head, sep, rest = name.partition("_")
+    own = rest if sep and rest else name
+    return Profile((_joined(name), _joined(title), _joined(tags), _joined(path), _joined(description),
+                    _joined(param_names)), tuple(stem(w) for w in split_words(own)), kind)
+
+
+@lru_cache(maxsize=4096)
+def _phrase(phrase: str) -> tuple[str, ...]:
+    return tuple(f" {stem(w)} " for w in split_words(phrase))
+
+
+def _match(prof: Profile, phrases: Sequence[tuple[str, ...]]) -> float:
+    """The weight of the best field in which any of *phrases* occurs (0 when none does)."""
+    for field, weight in zip(prof.fields, FIELD_WEIGHTS, strict=True):
+        for words in phrases:
+            if words and all(w in field for w in words):
+                return weight
+    return 0.0
+
+
+def rerank(pool: Sequence[tuple[str, float]], query: Query, profiles: dict[str, Profile],
+           df: Callable[[str], int], total: int) -> list[tuple[str, float]]:
+    """*pool* (name, BM25 score; higher is better) re-scored for *query*, best first. *df* counts
+    the tools a phrase occurs in, *total* is the number of tools indexed."""
+    if not pool:
+        return []
+    top = max(s for _, s in pool) or 1.0
+    concepts = [[_phrase(p) for p in c.phrases] for c in query.concepts]
+    weights = [_idf(c, df, total) for c in query.concepts]
+    full = sum(weights) or 1.0
+    soft = [[_phrase(p) for p in c.phrases] for c in query.soft]
+    asked = {w.strip() for c in concepts + soft for words in c for w in words}
+    out = []
+    for name, score in pool:
+        prof = profiles[name]
+        covered = sum(w * _match(prof, c) for c, w in zip(concepts, weights, strict=True)) / full
+        hint = sum(_match(prof, c) for c in soft if _match(prof, c) >= FIELD_WEIGHTS[1])
+        # Smoothed share: a one-word name ("render") is not wholly unexplained for lacking one word.
+        extra = sum(1 for w in prof.name if w not in asked) / (len(prof.name) + 1)
+        out.append((name, _BM25_SHARE * score / top + covered - _EXTRA_PENALTY * extra
+                    + agreement(query.intent, prof.kind) + _SOFT_BONUS * min(hint, 1.0)))
+    out.sort(key=lambda h: -h[1])
+    return out
+
+
+def _idf(concept: Concept, df: Callable[[str], int], total: int) -> float:
+    # The concept is as informative as its most specific phrase the catalog has; absent → nothing.
+    counts = [n for n in (df(p) for p in concept.phrases) if n > 0]
+    if not counts:
+        return 0.0
+    return math.log(1.0 + total / min(counts))
