@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.discovery.intent import tool_kind
-from gateway.discovery.rank import Profile, profile, rerank
+from gateway.discovery.rank import HeadIndex, Profile, profile, rerank
 from gateway.discovery.synonyms import parse
 from gateway.discovery.words import words_text
 
@@ -36,7 +36,7 @@ MAX_QUERY = 1000
 _DESC_CHARS = 600  # the first paragraph or two say what a tool does; the rest is detail
 _PARAM_DESC_CHARS = 120
 _CANDIDATES = 60  # BM25 candidates re-ranked by concept coverage (gateway/discovery/rank.py)
-_NAME_CANDIDATES = 20  # best matches on name and title alone, added to the pool when missing
+_NAME_CANDIDATES = 10  # best matches on name and title alone, added to the pool when missing
 _DF_CACHE = 4096
 
 # Column order of the FTS table and their BM25 weights: a word in the name says more than one in
@@ -106,6 +106,7 @@ class SearchIndex:
         self._names: dict[int, str] = {}
         self._prints: dict[str, str] = {}
         self._profiles: dict[str, Profile] = {}  # each tool's stems for the re-rank
+        self._heads = HeadIndex()
         self._next = 1
         self._len = 0
         self._dfs: dict[str, int] = {}
@@ -135,7 +136,8 @@ class SearchIndex:
 
     def _delete(self, name: str) -> None:
         rowid = self._rowids.pop(name)
-        del self._names[rowid], self._prints[name], self._profiles[name]
+        self._heads.remove(name, self._profiles.pop(name))
+        del self._names[rowid], self._prints[name]
         self._db.execute("DELETE FROM tools WHERE rowid = ?", (rowid,))
 
     def _insert(self, doc: ToolDoc) -> None:
@@ -146,8 +148,9 @@ class SearchIndex:
             (rowid, words_text(local), doc.title, doc.tags, doc.path, doc.description, doc.params))
         self._rowids[doc.name], self._names[rowid] = rowid, doc.name
         self._prints[doc.name] = doc.fingerprint()
-        self._profiles[doc.name] = profile(local, doc.title, doc.tags, doc.path, doc.description,
-                                           doc.param_names, doc.kind)
+        prof = self._profiles[doc.name] = profile(local, doc.title, doc.tags, doc.path, doc.description,
+                                                  doc.param_names, doc.kind)
+        self._heads.add(doc.name, prof)
 
     def search(self, query: str, limit: int = 8,
                visible: Callable[[str], bool] | None = None) -> list[SearchHit]:
@@ -170,13 +173,15 @@ class SearchIndex:
         # Tools whose name or title says what was asked can rank below long descriptions that
         # repeat the words ("render markdown" under every comment tool that mentions Markdown):
         # the best of them by name and title alone join the pool at its lowest BM25 score.
-        cur = self._db.execute(
-            f"SELECT rowid, bm25(tools, {weights}) AS s FROM tools WHERE tools MATCH ? ORDER BY s",
-            ("{name title} : (" + expr + ")",))
         seen = dict(pool)
         floor = min(seen.values(), default=0.0)
-        for name, _ in self._take(cur, _NAME_CANDIDATES, visible, seen):
-            pool.append((name, floor))
+        added = 0
+        for name in self._heads.candidates(parsed, self._df, self._len):
+            if added >= _NAME_CANDIDATES:
+                break
+            if name not in seen and (visible is None or visible(name)):
+                pool.append((name, floor))
+                added += 1
         ranked = rerank(pool, parsed, self._profiles, self._df, self._len)
         return [SearchHit(name, score) for name, score in ranked[:limit]]
 

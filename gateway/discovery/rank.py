@@ -32,13 +32,14 @@ from gateway.discovery.intent import agreement
 from gateway.discovery.synonyms import Concept, Query
 from gateway.discovery.words import split_words, stem
 
-__all__ = ["Profile", "profile", "rerank", "FIELD_WEIGHTS"]
+__all__ = ["Profile", "profile", "rerank", "HeadIndex", "FIELD_WEIGHTS"]
 
 # Field order of a Profile and how much a concept found there says about the tool.
 FIELD_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 0.2)  # name, title, tags, path, description, params
 _BM25_SHARE = 0.5
 _EXTRA_PENALTY = 0.45
 _SOFT_BONUS = 0.1
+_HEAD_CAP = 400
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +75,50 @@ def _match(prof: Profile, phrases: Sequence[tuple[str, ...]]) -> float:
     """The weight of the best field in which any of *phrases* occurs (0 when none does)."""
     for field, weight in zip(prof.fields, FIELD_WEIGHTS, strict=True):
         for words in phrases:
-            if words and all(w in field for w in words):
+            if len(words) == 1:
+                if words[0] in field:
+                    return weight
+            elif words and all(w in field for w in words):
                 return weight
     return 0.0
+
+
+class HeadIndex:
+    """Tools by the stems of their name and title, for the candidates BM25 ranks too low: a tool
+    whose name says what was asked ("markdown render") can sit below sixty long descriptions that
+    mention the word. Only stems in at most :data:`_HEAD_CAP` tools are looked up ("list", "repo"
+    pick nothing out of a catalog); a few MB at 6,000 tools."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, set[str]] = {}
+
+    def add(self, name: str, prof: Profile) -> None:
+        for word in set((prof.fields[0] + prof.fields[1]).split()):
+            self._tools.setdefault(word, set()).add(name)
+
+    def remove(self, name: str, prof: Profile) -> None:
+        for word in set((prof.fields[0] + prof.fields[1]).split()):
+            tools = self._tools.get(word)
+            if tools is not None:
+                tools.discard(name)
+                if not tools:
+                    del self._tools[word]
+
+    def candidates(self, query: Query, df: Callable[[str], int], total: int) -> list[str]:
+        """Tools whose name or title holds a concept's phrase, most IDF-weighted concepts first."""
+        score: dict[str, float] = {}
+        for concept in query.concepts:
+            if concept.verb:
+                continue
+            weight = _idf(concept, df, total)
+            found: set[str] = set()
+            for phrase in concept.phrases:
+                sets = sorted((self._tools.get(w.strip(), set()) for w in _phrase(phrase)), key=len)
+                if sets and 0 < len(sets[0]) <= _HEAD_CAP:
+                    found |= sets[0].intersection(*sets[1:])
+            for name in found:
+                score[name] = score.get(name, 0.0) + weight
+        return sorted(score, key=lambda n: -score[n])
 
 
 def rerank(pool: Sequence[tuple[str, float]], query: Query, profiles: dict[str, Profile],
@@ -95,11 +137,11 @@ def rerank(pool: Sequence[tuple[str, float]], query: Query, profiles: dict[str, 
     for name, score in pool:
         prof = profiles[name]
         covered = sum(w * _match(prof, c) for c, w in zip(concepts, weights, strict=True)) / full
-        hint = sum(_match(prof, c) for c in soft if _match(prof, c) >= FIELD_WEIGHTS[1])
+        hint = sum(m for m in (_match(prof, c) for c in soft) if m >= FIELD_WEIGHTS[1])
         # Smoothed share: a one-word name ("render") is not wholly unexplained for lacking one word.
         extra = sum(1 for w in prof.name if w not in asked) / (len(prof.name) + 1)
         out.append((name, _BM25_SHARE * score / top + covered - _EXTRA_PENALTY * extra
-                    + agreement(query.intent, prof.kind) + _SOFT_BONUS * min(hint, 1.0)))
+                    + agreement(query.intent, prof.kind) + _SOFT_BONUS * hint))
     out.sort(key=lambda h: -h[1])
     return out
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from gateway.discovery.intent import Intent, query_intent
+from gateway.discovery.intent import READ, Intent, query_intent
 from gateway.discovery.words import split_words
 
 __all__ = ["Concept", "Query", "parse", "expand", "STOPWORDS", "SYNONYMS", "SOFT", "VERBS"]
@@ -233,7 +233,14 @@ def parse(query: str) -> Query:
             kept.append(c)
     soft = {SOFT[w]: w for w in words if w in SOFT}
     intent = query_intent(words, (c.phrases for c in kept if c.verb))
+    # A read of plural things ("the PRs still open", "recent commits") asks for a collection.
+    if intent.kind == READ and any(_plural(c.said) for c in kept if not c.verb):
+        soft[("list",)] = "(plural)"
     return Query(tuple(kept), tuple(Concept(w, p) for p, w in soft.items()), intent)
+
+
+def _plural(word: str) -> bool:
+    return len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
 
 
 def expand(query: str) -> list[Concept]:
