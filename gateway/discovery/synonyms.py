@@ -111,12 +111,11 @@ _add("approve,sign off,lgtm", "approve,review")
 _add("assign,give to,hand to", "assignee,assign")
 _add("publish", "create,release,pages")
 _add("take off,take away,take out,get rid of,throw away,throw out,discard,strip", "remove,delete,dismiss")
-_add("dismiss,ignore,wont fix,not relevant", "dismiss,update")
 _add("mark,mark as", "mark,set,update,create")
 _add("grant,give access,let", "add,create")
-_add("let people,allow", "enable,unlock,add")
+_add("let people", "enable,unlock,add")
 # --- phrases that ask nothing ("give me the logs" asks for logs, not for giving)
-_add("give me,give us,show me,tell me,let me know,i want,i need,can you,could you,please", "")
+_add("give me,give us,show me,tell me,let me know,can you,could you", "")
 # --- general nouns: how people name what APIs call events, comments, addresses, states
 _add("history,happened,timeline,audit trail,what happened", "event,timeline,history,activity")
 _add("say,said,wrote,feedback,remark,remarks", "comment,review")
@@ -135,7 +134,7 @@ _add("off", "remove,delete")
 # ("list my gists": every gists list is a candidate; the one for the authenticated user is a bit
 # more likely). They are detected before stop words are dropped: "my", "who" are stop words.
 SOFT: dict[str, tuple[str, ...]] = {}
-for _w in "my mine i me myself im own owned".split():
+for _w in "my mine i me im own owned".split():
     SOFT[_w] = ("authenticated user", "authenticated", "current user")
 for _w in "who whom whose someone somebody people".split():
     SOFT[_w] = ("user", "member", "people", "collaborator")
