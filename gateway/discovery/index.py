@@ -81,7 +81,8 @@ def doc_from_tool(tool: dict[str, Any], tags: Iterable[str] = (), path: str = ""
     if isinstance(props, dict):
         for pname, schema in props.items():
             pdesc = schema.get("description", "") if isinstance(schema, dict) else ""
-            names.append(words_text(str(pname)))
+            # An enum's values are words callers use ("open", "squash", "2fa disabled").
+            names.append(words_text(f"{pname} {' '.join(_enum(schema))}"))
             params.append(f"{names[-1]} {str(pdesc)[:_PARAM_DESC_CHARS]}")
     annotations = tool.get("annotations")
     return ToolDoc(name=str(tool["name"]), title=str(title), description=desc, params=" ".join(params),
@@ -89,6 +90,16 @@ def doc_from_tool(tool: dict[str, Any], tags: Iterable[str] = (), path: str = ""
                    prefix=prefix if str(tool["name"]).startswith(prefix) else "",
                    kind=tool_kind(annotations if isinstance(annotations, dict) else None),
                    param_names=" ".join(names))
+
+
+def _enum(schema: Any, depth: int = 0) -> list[str]:
+    """The string values of a parameter's ``enum`` (or its array items'), at most 20."""
+    if not isinstance(schema, dict) or depth > 1:
+        return []
+    values = schema.get("enum")
+    if isinstance(values, list):
+        return [v for v in values if isinstance(v, str)][:20]
+    return _enum(schema.get("items"), depth + 1)
 
 
 def _quote(phrase: str) -> str:

@@ -118,7 +118,7 @@ class HeadIndex:
                     found |= sets[0].intersection(*sets[1:])
             for name in found:
                 score[name] = score.get(name, 0.0) + weight
-        return sorted(score, key=lambda n: -score[n])
+        return sorted(score, key=lambda n: (-score[n], n))
 
 
 def rerank(pool: Sequence[tuple[str, float]], query: Query, profiles: dict[str, Profile],

@@ -205,6 +205,7 @@ def parse(query: str) -> Query:
     """The concepts, soft hints and intent of *query*."""
     words = split_words(query)
     out: list[Concept] = []
+    hints: list[str] = []  # words that may carry a soft hint: not those of a phrase asking nothing
     i = 0
     while i < len(words):
         for n in range(min(_MAX_KEY, len(words) - i), 0, -1):
@@ -216,9 +217,12 @@ def parse(query: str) -> Query:
                     # The caller's own word counts for the first concept it stands for.
                     keep = j == 0 and said not in STOPWORDS
                     out.append(Concept(said, (said, *[a for a in group if a != said]) if keep else group))
+                if alts:
+                    hints.extend(key)
                 i += n
                 break
         else:
+            hints.append(words[i])
             if words[i] not in STOPWORDS and len(words[i]) > 1:
                 out.append(Concept(words[i], (words[i],)))
             i += 1
@@ -230,7 +234,7 @@ def parse(query: str) -> Query:
         if means not in seen:
             seen.add(means)
             kept.append(c)
-    soft = {SOFT[w]: w for w in words if w in SOFT}
+    soft = {SOFT[w]: w for w in hints if w in SOFT}
     intent = query_intent(words, (c.phrases for c in kept if c.verb))
     # A read of plural things ("the PRs still open", "recent commits") asks for a collection.
     if intent.kind == READ and any(_plural(c.said) for c in kept if not c.verb):
@@ -239,7 +243,7 @@ def parse(query: str) -> Query:
 
 
 def _plural(word: str) -> bool:
-    return len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
+    return len(word) > 2 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
 
 
 def expand(query: str) -> list[Concept]:
