@@ -29,6 +29,9 @@ READ, WRITE, DELETE = "read", "write", "delete"
 # A query that opens with one of these is a question: it asks to see something.
 _QUESTION = frozenset("who whom whose what which how is are was were does do did has have when where why "
                       "whats whos".split())
+# "At what hours ...", "in which repos ...": a question too.
+_PREPOSITIONS = frozenset("at in on for from to by with of since until".split())
+_WH = frozenset("who whom whose what which how when where why".split())
 # Spec verbs (as synonyms.expand yields them) by the kind of operation they name.
 _DELETE_VERBS = frozenset({"delete", "remove"})
 _WRITE_VERBS = frozenset({"create", "update", "cancel", "re run", "rerun", "rerequest", "dispatch",
@@ -53,7 +56,7 @@ class Intent:
 def query_intent(words: list[str], verb_phrases: Iterable[tuple[str, ...]]) -> Intent:
     """The intent of a query from its words (:func:`~gateway.discovery.words.split_words`) and the
     spec phrases of its action concepts, in order."""
-    if words and words[0] in _QUESTION:
+    if words and (words[0] in _QUESTION or (words[0] in _PREPOSITIONS and words[1:2] and words[1] in _WH)):
         return Intent(READ, True)
     for phrases in verb_phrases:
         said = set(phrases)

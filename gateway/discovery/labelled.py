@@ -20,7 +20,7 @@ import yaml
 from gateway.discovery.index import SearchIndex, ToolDoc
 from gateway.discovery.openapi import operation_docs
 
-__all__ = ["GITHUB_SPEC", "TASKS", "HELDOUT", "FRESH", "BLIND", "Corpus", "github_corpus", "load_tasks", "evaluate", "Recall"]
+__all__ = ["GITHUB_SPEC", "TASKS", "HELDOUT", "FRESH", "BLIND", "DEV", "Corpus", "github_corpus", "load_tasks", "evaluate", "Recall"]
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 GITHUB_SPEC = _DATA / "openapi" / "github-api.json.gz"
@@ -28,6 +28,7 @@ TASKS = _DATA / "discovery" / "github-tasks.yaml"
 HELDOUT = _DATA / "discovery" / "github-tasks-heldout.yaml"
 FRESH = _DATA / "discovery" / "github-tasks-fresh.yaml"
 BLIND = _DATA / "discovery" / "github-tasks-blind.yaml"
+DEV = _DATA / "discovery" / "github-tasks-dev.yaml"
 
 
 @dataclass(frozen=True, slots=True)

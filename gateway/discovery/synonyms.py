@@ -126,6 +126,15 @@ _add("licence,licenses,licences", "license")
 _add("talk,discuss,chat", "conversation,comment")
 _add("again,back", "un,re")
 _add("off", "remove,delete")
+_add("back on,turn back on", "enable")
+_add("tear down,take down,shut down,decommission,dismantle,disband", "delete,remove")
+_add("info,information,particulars", "get")
+_add("rename", "rename,update")
+_add("image,images,container,containers,docker,npm,maven,nuget,rubygems", "package")
+_add("only let,limit who,restrict,restrict who,lock down", "restriction,limit,interaction")
+_add("export,back up,backup,backups", "migration,export,archive")
+_add("copy,make a copy", "fork")
+_add("doing,been doing,up to", "event,activity")
 
 
 
@@ -147,10 +156,11 @@ class Concept:
 
     said: str
     phrases: tuple[str, ...]
+    participle: bool = False  # "added", "deleted", "failing": describes a thing, asks no action
 
     @property
     def verb(self) -> bool:
-        return any(p in VERBS for p in self.phrases)
+        return not self.participle and any(p in VERBS for p in self.phrases)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +179,7 @@ VERBS = frozenset({"create", "list", "get", "delete", "remove", "update", "cance
                    "enable", "approve", "merge", "set", "add", "dismiss", "lock", "unlock", "mark"})
 
 _MAX_KEY = max(len(k) for k in SYNONYMS)
+_VERB_FORMS = frozenset(k[0] for k in SYNONYMS if len(k) == 1) | VERBS
 
 
 def _inflections(word: str) -> Iterator[str]:
@@ -191,14 +202,16 @@ def _inflections(word: str) -> Iterator[str]:
                 yield base[:-1]  # "starred" → star, "shipping" → ship
 
 
-def _lookup(key: tuple[str, ...]) -> tuple[tuple[str, ...], ...] | None:
+def _lookup(key: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], ...] | None, bool]:
+    """The alternatives of *key* and whether they were found through an -ed/-ing form."""
     alts = SYNONYMS.get(key)
-    if alts is None:
-        for form in _inflections(key[-1]):
-            alts = SYNONYMS.get((*key[:-1], form))
-            if alts is not None:
-                break
-    return alts
+    if alts is not None:
+        return alts, False
+    for form in _inflections(key[-1]):
+        alts = SYNONYMS.get((*key[:-1], form))
+        if alts is not None:
+            return alts, key[-1].endswith(("ed", "ing"))
+    return None, False
 
 
 def parse(query: str) -> Query:
@@ -208,15 +221,22 @@ def parse(query: str) -> Query:
     hints: list[str] = []  # words that may carry a soft hint: not those of a phrase asking nothing
     i = 0
     while i < len(words):
+        undo = _undo(out, words, i)
+        if undo is not None:
+            out.extend(undo)
+            hints.append(words[i])
+            i += 1
+            continue
         for n in range(min(_MAX_KEY, len(words) - i), 0, -1):
             key = tuple(words[i:i + n])
-            alts = _lookup(key)
+            alts, participle = _lookup(key)
             if alts is not None:
                 said = " ".join(key)
                 for j, group in enumerate(alts):
                     # The caller's own word counts for the first concept it stands for.
                     keep = j == 0 and said not in STOPWORDS
-                    out.append(Concept(said, (said, *[a for a in group if a != said]) if keep else group))
+                    out.append(Concept(said, (said, *[a for a in group if a != said]) if keep else group,
+                                       participle))
                 if alts:
                     hints.extend(key)
                 i += n
@@ -240,6 +260,22 @@ def parse(query: str) -> Query:
     if intent.kind == READ and any(_plural(c.said) for c in kept if not c.verb):
         soft[("list",)] = "(plural)"
     return Query(tuple(kept), tuple(Concept(w, p) for p, w in soft.items()), intent)
+
+
+_STOP_DOING = frozenset({"stop", "quit", "cease"})
+
+
+def _undo(out: list[Concept], words: list[str], i: int) -> list[Concept] | None:
+    """"stop following", "quit watching": the un-action of the -ing verb after "stop" (unfollow,
+    delete the subscription), replacing the "cancel" that "stop" alone means (edits *out*)."""
+    if i == 0 or words[i - 1] not in _STOP_DOING or not words[i].endswith("ing") or len(words[i]) < 6:
+        return None
+    if out and out[-1].said == words[i - 1]:
+        out.pop()
+    forms = list(_inflections(words[i]))
+    base = next((f for f in forms if f in _VERB_FORMS), forms[0] if forms else words[i])
+    said = f"{words[i - 1]} {words[i]}"
+    return [Concept(said, ("un" + base, "delete", "remove", "disable")), Concept(words[i], (words[i], base))]
 
 
 def _plural(word: str) -> bool:
