@@ -44,6 +44,7 @@ _DF_CACHE = 4096
 _COLUMNS = ("name", "title", "tags", "path", "description", "params")
 _WEIGHTS = (6.0, 4.0, 2.0, 1.5, 1.0, 0.5)
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_LEGACY = re.compile(r"\b(deprecated|legacy)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +60,11 @@ class ToolDoc:
     prefix: str = ""  # the catalog's namespace in ``name`` (a connector prefix): not a word of the tool
     kind: str = ""  # "read", "write" or "delete" (from the tool's annotations; see .intent)
     param_names: str = ""  # the input properties' names, split into words
+    deprecated: bool = False  # ranks below a current tool that does the same
 
     def fingerprint(self) -> str:
         blob = "\x1f".join((self.name, self.title, self.description, self.params, self.tags, self.path,
-                             self.prefix, self.kind, self.param_names))
+                             self.prefix, self.kind, self.param_names, str(self.deprecated)))
         return hashlib.blake2b(blob.encode(), digest_size=16).hexdigest()
 
 
@@ -72,10 +74,15 @@ class SearchHit:
     score: float
 
 
-def doc_from_tool(tool: dict[str, Any], tags: Iterable[str] = (), path: str = "", prefix: str = "") -> ToolDoc:
-    """The :class:`ToolDoc` of an MCP ``Tool`` wire object (plus OpenAPI tags and path if known)."""
+def doc_from_tool(tool: dict[str, Any], tags: Iterable[str] = (), path: str = "", prefix: str = "",
+                  deprecated: bool = False) -> ToolDoc:
+    """The :class:`ToolDoc` of an MCP ``Tool`` wire object (plus OpenAPI tags and path if known).
+    A tool is *deprecated* when told so, or when its title says "deprecated"/"legacy" or its
+    description ends with "(deprecated)" (as the OpenAPI connector marks deprecated operations)."""
     title = tool.get("title") or (tool.get("annotations") or {}).get("title") or ""
-    desc = _MD_LINK.sub(r"\1", str(tool.get("description") or ""))[:_DESC_CHARS]
+    full = str(tool.get("description") or "")
+    deprecated = deprecated or bool(_LEGACY.search(str(title))) or full.rstrip().lower().endswith("(deprecated)")
+    desc = _MD_LINK.sub(r"\1", full)[:_DESC_CHARS]
     props = ((tool.get("inputSchema") or {}).get("properties") or {})
     params, names = [], []
     if isinstance(props, dict):
@@ -89,7 +96,7 @@ def doc_from_tool(tool: dict[str, Any], tags: Iterable[str] = (), path: str = ""
                    tags=" ".join(words_text(t) for t in tags), path=words_text(path),
                    prefix=prefix if str(tool["name"]).startswith(prefix) else "",
                    kind=tool_kind(annotations if isinstance(annotations, dict) else None),
-                   param_names=" ".join(names))
+                   param_names=" ".join(names), deprecated=deprecated)
 
 
 def _enum(schema: Any, depth: int = 0) -> list[str]:
@@ -160,7 +167,7 @@ class SearchIndex:
         self._rowids[doc.name], self._names[rowid] = rowid, doc.name
         self._prints[doc.name] = doc.fingerprint()
         prof = self._profiles[doc.name] = profile(local, doc.title, doc.tags, doc.path, doc.description,
-                                                  doc.param_names, doc.kind)
+                                                  doc.param_names, doc.kind, doc.deprecated)
         self._heads.add(doc.name, prof)
 
     def search(self, query: str, limit: int = 8,

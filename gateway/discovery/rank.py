@@ -37,18 +37,24 @@ __all__ = ["Profile", "profile", "rerank", "HeadIndex", "FIELD_WEIGHTS"]
 # Field order of a Profile and how much a concept found there says about the tool.
 FIELD_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 0.2)  # name, title, tags, path, description, params
 _BM25_SHARE = 0.5
-_EXTRA_PENALTY = 0.45
+_EXTRA_PENALTY = 0.6
 _SOFT_BONUS = 0.1
 _HEAD_CAP = 400
+_NAMESPACE_SHARE = 0.5
+_DEPRECATED_PENALTY = 0.1
+_FUNCTION_WORDS = frozenset("a an the for in on at by with from to of and or into onto as".split())
 
 
 @dataclass(frozen=True, slots=True)
 class Profile:
-    """A tool's stems per field (each `` s1 s2 ... ``), its name's stems and its kind."""
+    """A tool's stems per field (each `` s1 s2 ... ``), its name's stems (namespace apart) and
+    its kind."""
 
     fields: tuple[str, ...]
     name: tuple[str, ...]
     kind: str
+    namespace: tuple[str, ...] = ()
+    deprecated: bool = False
 
 
 def _joined(text: str) -> str:
@@ -56,14 +62,20 @@ def _joined(text: str) -> str:
 
 
 def profile(name: str, title: str, tags: str, path: str, description: str, param_names: str,
-            kind: str) -> Profile:
+            kind: str, deprecated: bool = False) -> Profile:
     """The :class:`Profile` of one tool; *name* is its local name (no connector prefix). Its
-    namespace (``issues`` of ``issues_remove-label``) is matched like any name word but is not
-    counted as an extra word nobody asked for."""
+    namespace (``issues`` of ``issues_remove-label``) is matched like any name word and counts
+    half as an extra word nobody asked for (``enterprise-teams_delete`` when nobody said
+    "enterprise")."""
     head, sep, rest = name.partition("_")
-    own = rest if sep and rest else name
+    own, space = (rest, head) if sep and rest else (name, "")
     return Profile((_joined(name), _joined(title), _joined(tags), _joined(path), _joined(description),
-                    _joined(param_names)), tuple(stem(w) for w in split_words(own)), kind)
+                    _joined(param_names)), _content(own), kind, _content(space), deprecated)
+
+
+def _content(text: str) -> tuple[str, ...]:
+    # The stems of a name's content words: "list-repos-starred-by-user" has no extra word "by".
+    return tuple(stem(w) for w in split_words(text) if w not in _FUNCTION_WORDS)
 
 
 @lru_cache(maxsize=4096)
@@ -139,9 +151,11 @@ def rerank(pool: Sequence[tuple[str, float]], query: Query, profiles: dict[str, 
         covered = sum(w * _match(prof, c) for c, w in zip(concepts, weights, strict=True)) / full
         hint = sum(m for m in (_match(prof, c) for c in soft) if m >= FIELD_WEIGHTS[1])
         # Smoothed share: a one-word name ("render") is not wholly unexplained for lacking one word.
-        extra = sum(1 for w in prof.name if w not in asked) / (len(prof.name) + 1)
+        extra = (sum(1 for w in prof.name if w not in asked)
+                 + _NAMESPACE_SHARE * sum(1 for w in prof.namespace if w not in asked)) / (len(prof.name) + 1)
         out.append((name, _BM25_SHARE * score / top + covered - _EXTRA_PENALTY * extra
-                    + agreement(query.intent, prof.kind) + _SOFT_BONUS * hint))
+                    + agreement(query.intent, prof.kind) + _SOFT_BONUS * hint
+                    - (_DEPRECATED_PENALTY if prof.deprecated else 0.0)))
     out.sort(key=lambda h: -h[1])
     return out
 
