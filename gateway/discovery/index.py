@@ -21,13 +21,13 @@ import hashlib
 import re
 import sqlite3
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from gateway.discovery.intent import tool_kind
+from gateway.discovery.intent import Intent, tool_kind
 from gateway.discovery.rank import HeadIndex, Profile, profile, rerank
 from gateway.discovery.synonyms import parse
-from gateway.discovery.words import words_text
+from gateway.discovery.words import stem, words_text
 
 __all__ = ["ToolDoc", "SearchHit", "SearchIndex", "doc_from_tool", "MAX_LIMIT", "MAX_QUERY"]
 
@@ -175,6 +175,12 @@ class SearchIndex:
         """The best *limit* tools for *query* among those *visible* allows, best first."""
         limit = max(1, min(int(limit), MAX_LIMIT))
         parsed = parse(query[:MAX_QUERY])
+        if not parsed.intent.strong and parsed.lead:
+            # "star the repo", "block a spammer": a sentence that opens with one of the catalog's
+            # own verbs asks for what that verb does there.
+            kind = self._heads.verb_kind(stem(parsed.lead))
+            if kind:
+                parsed = replace(parsed, intent=Intent(kind, True))
         concepts = parsed.concepts
         if not concepts:
             return []

@@ -24,6 +24,7 @@ string per field: matching a stem is a substring test, and 6,000 profiles stay a
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -103,10 +104,17 @@ class HeadIndex:
 
     def __init__(self) -> None:
         self._tools: dict[str, set[str]] = {}
+        # The catalog's own verbs: the first word of each name (namespace apart) with the kinds of
+        # the tools it starts ("star" → write, "unstar" → delete, "list" → read), and namespaces.
+        self._leads: dict[str, Counter[str]] = {}
+        self._spaces: Counter[str] = Counter()
 
     def add(self, name: str, prof: Profile) -> None:
         for word in set((prof.fields[0] + prof.fields[1]).split()):
             self._tools.setdefault(word, set()).add(name)
+        if prof.name and prof.kind:
+            self._leads.setdefault(prof.name[0], Counter())[prof.kind] += 1
+        self._spaces.update(prof.namespace)
 
     def remove(self, name: str, prof: Profile) -> None:
         for word in set((prof.fields[0] + prof.fields[1]).split()):
@@ -115,6 +123,22 @@ class HeadIndex:
                 tools.discard(name)
                 if not tools:
                     del self._tools[word]
+        if prof.name and prof.kind and prof.name[0] in self._leads:
+            self._leads[prof.name[0]][prof.kind] -= 1
+            if self._leads[prof.name[0]].total() <= 0:
+                del self._leads[prof.name[0]]
+        self._spaces.subtract(prof.namespace)
+
+    def verb_kind(self, word: str) -> str:
+        """The kind of operation the catalog's names mean by the verb *word* (a stem): the kind of
+        at least 3/4 of the two or more tools whose names start with it; "" if it is no verb of
+        the catalog (or a namespace: "copilot ...", "repos ..." start names without being verbs)."""
+        kinds = self._leads.get(word)
+        if not kinds or self._spaces[word] > 0:
+            return ""
+        kind, n = kinds.most_common(1)[0]
+        total = kinds.total()
+        return kind if total >= 2 and n >= 0.75 * total else ""
 
     def candidates(self, query: Query, df: Callable[[str], int], total: int) -> list[str]:
         """Tools whose name or title holds a concept's phrase, most IDF-weighted concepts first."""

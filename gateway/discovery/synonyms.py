@@ -171,6 +171,7 @@ class Query:
     concepts: tuple[Concept, ...]
     soft: tuple[Concept, ...]
     intent: Intent
+    lead: str = ""  # the query's first word when it may be an imperative verb ("star the repo")
 
 
 # The action words specs name operations with.
@@ -259,7 +260,8 @@ def parse(query: str) -> Query:
     # A read of plural things ("the PRs still open", "recent commits") asks for a collection.
     if intent.kind == READ and any(_plural(c.said) for c in kept if not c.verb):
         soft[("list",)] = "(plural)"
-    return Query(tuple(kept), tuple(Concept(w, p) for p, w in soft.items()), intent)
+    lead = hints[0] if hints and hints[0] not in STOPWORDS else ""
+    return Query(tuple(kept), tuple(Concept(w, p) for p, w in soft.items()), intent, lead)
 
 
 _STOP_DOING = frozenset({"stop", "quit", "cease"})
