@@ -233,6 +233,11 @@ def parse(query: str) -> Query:
             alts, participle = _lookup(key)
             if alts is not None:
                 said = " ".join(key)
+                if participle:
+                    # "published", "added": a state, not the action; the map's action words
+                    # (create, update) would pull in every tool that does it.
+                    alts = tuple(g for g in (tuple(a for a in group if a not in VERBS) for group in alts) if g) \
+                        or ((),)
                 for j, group in enumerate(alts):
                     # The caller's own word counts for the first concept it stands for.
                     keep = j == 0 and said not in STOPWORDS
