@@ -35,8 +35,8 @@ from gateway.discovery.synonyms import SOFT, SYNONYMS
 from gateway.discovery.words import split_words
 
 SETS = {"main": TASKS, "held-out": HELDOUT, "dev": DEV, "fresh": FRESH, "blind": BLIND}
-# (recall@1, recall@5) floors; measured on commit "tests/discovery/test_recall.py: ..." as
-# main 0.716/1.000, held-out 0.750/0.917, dev 0.405/0.857, fresh 0.538/0.808, blind 0.505/0.772.
+# (recall@1, recall@5) floors, a margin under what the ranker measured when they were set:
+# main 0.716/1.000, held-out 0.750/0.917, dev 0.405/0.857, fresh 0.538/0.808, blind 0.485/0.772.
 FLOORS = {"main": (0.65, 0.9), "held-out": (0.65, 0.85), "dev": (0.35, 0.8), "fresh": (0.45, 0.75),
           "blind": (0.45, 0.72)}
 
