@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gateway.discovery import SearchIndex, ToolDoc, doc_from_tool
 
@@ -153,3 +155,23 @@ def test_a_tool_named_for_what_was_asked_is_found_under_many_wordy_ones() -> Non
     # And forgets it when it is gone.
     index.sync(docs[:-1])
     assert all(h.name != "markdown_render" for h in index.search("render markdown", 50))
+
+
+_FUZZ_INDEX = SearchIndex()
+_FUZZ_INDEX.sync(doc_from_tool(t) for t in [
+    _tool("labels_list", "List labels on an issue", "read"), _tool("labels_add", "Add labels", "write"),
+    _tool("labels_remove", "Remove a label", "delete"), _tool("users_unfollow", "Unfollow a user", "delete"),
+    _tool("teams_delete-legacy", "Delete a team (Legacy)", "delete"),
+])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["stop", "following", "show", "me", "my", "who", "label", "labels", "add",
+                                 "remove", "take", "off", "team", "legacy", '"', "NEAR(", "*", "OR", "ing"]),
+                max_size=8).map(" ".join), st.integers(min_value=-2, max_value=60))
+def test_any_query_ranks_only_visible_tools_within_the_limit(query: str, limit: int) -> None:
+    hidden = "labels_add"
+    hits = _FUZZ_INDEX.search(query, limit, visible=lambda name: name != hidden)
+    assert len(hits) <= max(1, min(limit, 50))
+    assert all(h.name != hidden for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)

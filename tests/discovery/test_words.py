@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from gateway.discovery.synonyms import expand
 from gateway.discovery.words import split_words
 
@@ -91,3 +94,19 @@ def test_questions_ask_for_reads_whatever_their_verbs() -> None:
     assert parse("remove the label").intent.kind == DELETE
     assert parse("my unread notifications").intent == parse("unread notifications").intent
     assert parse("unread notifications").intent.strong is False  # a noun phrase: most likely a read
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("abcdefghijklmnopqrstuvwxyz ABC-_'?!0123456789")), max_size=80)
+       | st.lists(st.sampled_from(["stop", "following", "show", "me", "my", "who", "at", "what", "added",
+                                   "tickets", "take", "off", "give", "back", "on", "ing", "s", "un"]),
+                  max_size=10).map(" ".join))
+def test_any_query_parses_to_concepts_of_its_own_words(query: str) -> None:
+    # Never raises; every concept and hint carries at least one non-empty phrase; the intent is one
+    # of the three kinds.
+    from gateway.discovery.synonyms import parse
+
+    q = parse(query)
+    assert all(c.phrases and all(p for p in c.phrases) for c in q.concepts + q.soft)
+    assert q.intent.kind in ("read", "write", "delete")
+    assert q.lead == "" or q.lead in query.lower()
