@@ -5,12 +5,14 @@ Contract:
 * :meth:`SearchIndex.sync` takes the whole current set of :class:`ToolDoc` and updates the index
   incrementally: only tools that are new, gone or changed (by a fingerprint of their indexed text)
   are written. It returns how many rows it wrote and deleted.
-* :meth:`SearchIndex.search` ranks by BM25 over weighted columns (name, title, tags, path,
-  description, parameters) for the query's concepts (:func:`~gateway.discovery.synonyms.expand`),
-  then re-ranks the best candidates by how many of the concepts each tool matches in its name and
-  title, so a tool that does *all* of what was asked beats one whose long description repeats one
-  word. ``visible`` (a predicate on the public name) is applied before the top *limit* are taken:
-  a tool the caller may not see never takes a slot and is never returned.
+* :meth:`SearchIndex.search` parses the query (:func:`~gateway.discovery.synonyms.parse`:
+  concepts, intent, hints), takes candidates by BM25 over weighted columns (name, title, tags,
+  path, description, parameters) plus the best name/title matches, and re-ranks them
+  (:func:`~gateway.discovery.rank.rerank`: IDF-weighted coverage of the concepts by field, intent
+  against the tool's kind, extra name words), so a tool that does *all* of what was asked beats
+  one whose long description repeats one word. ``visible`` (a predicate on the public name) is
+  applied before the top *limit* are taken: a tool the caller may not see never takes a slot and
+  is never returned. Ties keep a deterministic order.
 * The index is not thread-safe; the gateway uses it from its event loop only. Every search is
   bounded: at most ``limit`` (≤ :data:`MAX_LIMIT`) hits, a query of at most :data:`MAX_QUERY` chars.
 """

@@ -11,11 +11,16 @@ one word that says what the caller wants ("stargazers"). This stage scores each 
   (:func:`~gateway.discovery.words.stem`), a concept's phrase matches a field when all its stems
   occur in it;
 * **BM25**, normalised to the best candidate, as a tie-breaker with half coverage's weight;
-* **extra name words**: the share of the tool's name words no concept asked for
+* **extra name words**: the tool's name content words no concept asked for, over the name's
+  length + 1, the namespace counting half and function words (by, for) not at all
   (``issues_create`` beats ``issues_create-for-org-and-enterprise`` when nobody said "org");
+* **deprecated** tools lose a little to current ones doing the same;
 * **intent** (:mod:`.intent`): the query's kind of operation against the tool's annotations;
-* **soft hints**: "my" → authenticated user, "who" → user/member: a small bonus when the name or
-  title matches, never a cost.
+* **soft hints**: "my" → authenticated user, "who" → user/member, a plural read → list: a small
+  bonus when the name or title matches, never a cost.
+
+:class:`HeadIndex` (tools by name and title stems) supplies the candidates BM25 ranks too low and
+the catalog's own verbs (first words of names, with the kinds of the tools they start).
 
 Each tool's stems are computed once, when it is indexed (:func:`profile`), as one space-joined
 string per field: matching a stem is a substring test, and 6,000 profiles stay a few MB.
