@@ -1,12 +1,16 @@
 """How people ask → how API descriptions say it.
 
 Callers say "PR", "ticket", "pipeline", "ship"; specs say "pull request", "issue", "workflow run",
-"release". :func:`expand` turns a query into *concepts*: each is the caller's word (or phrase) plus
-the spec words that mean the same, and the ranker scores a tool by the concepts it matches.
+"release". :func:`parse` turns a query into a :class:`Query`: its *concepts* (each the caller's
+word or phrase plus the spec words that mean the same; the ranker scores a tool by the concepts it
+matches), its soft hints and its intent (:mod:`.intent`); :func:`expand` is its concepts alone.
 
-The map is a general DevOps/API vocabulary (source hosting, CI, tickets, deploys, people, verbs),
-not a list of one spec's operation names. Keys and alternatives are lower-case word sequences as
-:func:`gateway.discovery.words.split_words` yields them; alternatives are phrases.
+The map is a general DevOps/API vocabulary (source hosting, CI, tickets, deploys, people, verbs,
+phrasal verbs), not a list of one spec's operation names. Keys and alternatives are lower-case word
+sequences as :func:`gateway.discovery.words.split_words` yields them; alternatives are phrases; a
+key is also found in an inflected form (tickets, deploying). A key added to the map must not come
+from the measurement-only labelled sets (tests/discovery/test_recall.py checks it; see
+docs/discovery.md, "How it is measured").
 """
 
 from __future__ import annotations
