@@ -312,6 +312,17 @@ class OpenAPIConnector(Connector):
                 log.exception("openapi connector %s: refreshing the spec failed unexpectedly", self.name)
 
     # -- components --------------------------------------------------------------------------
+    def tool_origin(self, name: str) -> tuple[tuple[str, ...], str]:
+        """(OpenAPI tags, path) of the operation behind the local tool ``name`` (endpoints select
+        by tags; tool search indexes both); ``((), "")`` when unknown."""
+        state = self._state
+        op = state.tools.get(name) if state is not None else None
+        if op is None or state is None:
+            return (), ""
+        raw = ((state.doc.get("paths") or {}).get(op.path) or {}).get(op.method.lower()) or {}
+        tags = raw.get("tags") if isinstance(raw, dict) else None
+        return tuple(t for t in tags or () if isinstance(t, str)), op.path
+
     def owns_uri(self, uri: str) -> bool:
         return self._match_uri(uri) is not None
 
