@@ -159,6 +159,7 @@ def select(cfg: EndpointConfig, catalog: Mapping[str, Sequence[Component]]) -> S
     listings: dict[str, tuple[Item, ...]] = {}
     names: dict[str, dict[str, str]] = {}
     served: set[str] = set()
+    collided: set[str] = set()
     for listing, picked in chosen.items():
         items: dict[str, Item] = {}
         renamed = listing in _RENAMED
@@ -170,6 +171,7 @@ def select(cfg: EndpointConfig, catalog: Mapping[str, Sequence[Component]]) -> S
                 problems.append(Problem(("rename", component.key),
                                         f"rename {component.key!r} → {key!r} collides with the {LISTING_KIND[listing]} "
                                         f"{items[key].source if key in items else key!r} this endpoint also serves"))
+                collided.add(component.key)
                 continue
             wire = dict(component.wire)
             if listing == "tools":
@@ -185,6 +187,6 @@ def select(cfg: EndpointConfig, catalog: Mapping[str, Sequence[Component]]) -> S
             names[listing] = {item.source: item.key for item in listings[listing]}
     for section in ("rename", "description", "defaults"):
         for name in getattr(cfg, section):
-            if name not in served:
+            if name not in served and name not in collided:
                 problems.append(Problem((section, name), f"{name!r} is not served by this endpoint"))
     return Selection(listings, tuple(problems), names)

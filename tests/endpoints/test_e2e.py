@@ -16,10 +16,10 @@ import aiohttp
 import httpx2
 import pytest
 from mcp import MCPError, StdioServerParameters, types
+from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.client.session import ClientSession
 
 from tests.connectors.mcp.helpers import SERVER
 from tests.e2e.clients import LEGACY, MODERN, Revision, connect
