@@ -284,13 +284,13 @@ async def test_search_endpoint_find_and_call_as_the_real_tool(tmp_path: Path) ->
         assert direct.content[0].text == "direct"
         event = await _audited(tmp_path, lambda e: e["method"] == "tools/call" and e["target"] == "up_echo"
                                and (e.get("arguments") or {}).get("text") == "hi")
-        assert event["connector"] == "up" and event["outcome"] == "ok"
+        assert event["connector"] == "up" and event["outcome"] == "ok" and event["endpoint"] == "finder"
 
         with pytest.raises(MCPError) as info:  # access rules, as up_pid
             await finder.call_tool("call_tool", {"name": "up_pid", "arguments": {}})
         assert info.value.error.code == -32003
         denied = await _audited(tmp_path, lambda e: e["target"] == "up_pid")
-        assert denied["outcome"] == "denied" and denied["connector"] == "up"
+        assert denied["outcome"] == "denied" and denied["connector"] == "up" and denied["endpoint"] == "finder"
 
         first = await finder.call_tool("call_tool", {"name": "up_big", "arguments": {"size": 3}})
         assert first.content[0].text == "xxx"
