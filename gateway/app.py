@@ -174,6 +174,7 @@ class Gateway:
         if not serving:
             return
         self.spawn(self._probe_backends())
+        self.endpoints.warm(self.spawn)  # search endpoints index their tools in the background
         self.started_at = self.config_loaded_at = time.time()
         self.ready = True
         log.info("gateway %s ready: %s", self.config.gateway.name,
@@ -492,7 +493,7 @@ class Gateway:
     def _announce(self, changed: set[str]) -> None:
         for method in sorted({_LIST_CHANGED[k] for k in changed}):
             self.broadcast(method)
-        self.endpoints.rebuild(self.spawn)
+        self.endpoints.rebuild(self.spawn, changed)
 
     # -- 2026-07-28: what a modern request needs (StatelessHost, ModernHost) ----------------------
     @property

@@ -30,6 +30,10 @@ class CatalogSearch:
         self._seen: Snapshot | None = None
         self._docs: dict[str, tuple[dict[str, Any], ToolDoc]] = {}  # name → (wire it was made from, doc)
 
+    def stale(self) -> bool:
+        """Whether the catalog's tools changed since the last :meth:`refresh`."""
+        return self.catalog.snapshot("tools") is not self._seen
+
     def refresh(self) -> tuple[int, int]:
         """Bring the index up to the catalog's current tools; (rows written, rows deleted)."""
         snap = self.catalog.snapshot("tools")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from gateway.dispatch import Dispatcher
 from gateway.endpoints.config import EndpointConfig
 from gateway.endpoints.search import EndpointSearch
-from gateway.endpoints.view import EndpointView
+from gateway.endpoints.view import EndpointView, components_of
 from gateway.protocol.errors import ProtocolError
 from gateway.session import Send, Session
 
@@ -267,6 +267,10 @@ class Endpoints:
         self.gateway = gateway
         self.catalog = catalog
         self.hosts: dict[str, EndpointHost] = {}
+        self._dirty = True  # configured since the last rebuild
+        # Search endpoints index their tools in the background after each rebuild, once serving
+        # (not for `list` / `validate --deep`, which never search).
+        self.warming = False
 
     def get(self, name: str) -> EndpointHost | None:
         host = self.hosts.get(name)
@@ -274,6 +278,7 @@ class Endpoints:
 
     def configure(self, configs: tuple[EndpointConfig, ...]) -> None:
         """Apply the config's ``endpoints:`` (at start and on reload); call :meth:`rebuild` next."""
+        self._dirty = True
         wanted = {c.name: c for c in configs}
         for name, host in self.hosts.items():
             host.gone = name not in wanted
@@ -284,13 +289,31 @@ class Endpoints:
             else:
                 known.configure(cfg)
 
-    def rebuild(self, spawn: Callable[[Coroutine[Any, Any, Any]], None]) -> None:
-        """Re-select every endpoint from the catalog; ``list_changed`` where a listing changed."""
+    def rebuild(self, spawn: Callable[[Coroutine[Any, Any, Any]], None], catalog_changed: set[str] | None = None
+                ) -> None:
+        """Re-select every endpoint from the catalog; ``list_changed`` where a listing changed.
+        ``catalog_changed``: the catalog's changed listings (none changed and nothing configured
+        since: nothing to do; the views keep serving the same content)."""
+        if catalog_changed is not None and not catalog_changed and not self._dirty:
+            return
+        self._dirty = False
+        if not self.hosts:
+            return
+        components = components_of(self.catalog)  # once for all endpoints
         for host in self.hosts.values():
-            changed = host.view.rebuild()
+            changed = host.view.rebuild(components=components)
+            if host.view.search and not host.gone and self.warming:
+                spawn(host.search.warm())
             for method in sorted({_LIST_CHANGED[k] for k in changed}):
                 for delivery in self.gateway.list_changed_deliveries(method, host):
                     spawn(delivery)
+
+    def warm(self, spawn: Callable[[Coroutine[Any, Any, Any]], None]) -> None:
+        """From now on (the gateway serves), keep search endpoints' indexes warm; start now."""
+        self.warming = True
+        for host in self.hosts.values():
+            if host.view.search and not host.gone:
+                spawn(host.search.warm())
 
     def of(self, session: object) -> str:
         """The endpoint a session belongs to ("" for ``/mcp``)."""

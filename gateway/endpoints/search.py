@@ -16,6 +16,7 @@ catalog (definitions in :mod:`gateway.discovery.tools`).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -51,7 +52,23 @@ class EndpointSearch:
     def __init__(self, view: EndpointView, chain: FiltersSource) -> None:
         self.view = view
         self.chain = chain
-        self._index: CatalogSearch | None = None  # built on the first search
+        self._index: CatalogSearch | None = None  # built on the first search or warm-up
+        # One user of the index at a time: a refresh runs in a worker thread (thousands of tools
+        # take seconds to index; the event loop keeps serving meanwhile).
+        self._lock = asyncio.Lock()
+
+    async def _ready(self) -> CatalogSearch:
+        async with self._lock:
+            if self._index is None:
+                self._index = CatalogSearch(self.view)
+            if self._index.stale():
+                await asyncio.to_thread(self._index.refresh)
+            return self._index
+
+    async def warm(self) -> None:
+        """Bring the index up to the endpoint's tools now (after a catalog rebuild), so the next
+        ``find_tools`` does not wait for it."""
+        await self._ready()
 
     def local_handler(self, method: str, params: dict[str, Any]) -> LocalHandler | None:
         """The handler of a request the endpoint serves itself (``find_tools``), else None."""
@@ -82,7 +99,7 @@ class EndpointSearch:
         limit = args.get("limit", DEFAULT_LIMIT)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             return _tool_error(f"find_tools: limit must be an integer from 1 to {MAX_LIMIT}")
-        if self._index is None:
-            self._index = CatalogSearch(self.view)
         ctx.record.backend_target = "find_tools"
-        return self._index.find(query, limit, self._visible(ctx))
+        index = await self._ready()
+        async with self._lock:  # a warm-up may have started since: never search while it writes
+            return index.find(query, limit, self._visible(ctx))

@@ -40,7 +40,7 @@ class Component:
     key: str  # the catalog's public key: name, or URI / URI template
     name: str  # the public name (resources: their name field)
     connector: str
-    wire: Mapping[str, Any]
+    wire: dict[str, Any]
     tags: tuple[str, ...] = ()  # OpenAPI tags of the operation a tool was made from
 
 
@@ -50,7 +50,7 @@ class Item:
 
     key: str  # the key on the endpoint (renamed name, or the URI)
     source: str  # the catalog key it stands for
-    wire: dict[str, Any]
+    wire: dict[str, Any]  # the catalog's own object when the endpoint changes nothing of it
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,29 +76,38 @@ def _globs(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
 
 
-def _glob_hit(patterns: tuple[str, ...], *values: str) -> bool:
-    regex = _globs(patterns)
-    return regex is not None and any(regex.match(v) is not None for v in values)
+class _Rule:
+    """A rule compiled once per :func:`select` (its kinds, glob regexes, tag set)."""
+
+    __slots__ = ("kinds", "connector", "globs", "tags", "annotations")
+
+    def __init__(self, rule: SelectRule) -> None:
+        self.kinds = rule.kinds()
+        self.connector = rule.connector
+        self.globs = {kind: (_globs(g) if g else None) if g is not None else True
+                      for kind, g in (("tool", rule.tools), ("resource", rule.resources), ("prompt", rule.prompts))}
+        self.tags = frozenset(rule.tags)
+        self.annotations = tuple(rule.annotations.items())
+
+    def matches(self, kind: str, component: Component) -> bool:
+        if kind not in self.kinds or (self.connector is not None and self.connector != component.connector):
+            return False
+        globs = self.globs[kind]
+        if globs is not True and (globs is None or (globs.match(component.key) is None  # type: ignore[union-attr]
+                                                    and globs.match(component.name) is None)):  # type: ignore[union-attr]
+            return False
+        if self.tags and self.tags.isdisjoint(component.tags):
+            return False
+        if self.annotations:
+            annotations = component.wire.get("annotations")
+            if not isinstance(annotations, Mapping) or any(annotations.get(k) != v for k, v in self.annotations):
+                return False
+        return True
 
 
 def rule_matches(rule: SelectRule, kind: str, component: Component) -> bool:
     """Whether ``rule`` selects ``component`` of ``kind`` (tool, resource, prompt)."""
-    if kind not in rule.kinds():
-        return False
-    if rule.connector is not None and rule.connector != component.connector:
-        return False
-    globs = {"tool": rule.tools, "resource": rule.resources, "prompt": rule.prompts}[kind]
-    if globs is not None and not _glob_hit(globs, component.key, component.name):
-        return False
-    if rule.tags and not set(rule.tags) & set(component.tags):
-        return False
-    if rule.annotations:
-        annotations = component.wire.get("annotations")
-        if not isinstance(annotations, Mapping):
-            return False
-        if any(annotations.get(k) != v for k, v in rule.annotations.items()):
-            return False
-    return True
+    return _Rule(rule).matches(kind, component)
 
 
 def fixed_schema(schema: Any, fixed: Iterable[str]) -> Any:
@@ -141,14 +150,16 @@ def select(cfg: EndpointConfig, catalog: Mapping[str, Sequence[Component]]) -> S
     """The endpoint's listings from the catalog's (``tools``, ``prompts``, ``resources``,
     ``resourceTemplates``), with the problems :mod:`gateway.checks` reports."""
     matched = [False] * len(cfg.select)
+    rules = [_Rule(rule) for rule in cfg.select]
     chosen: dict[str, list[Component]] = {}
     for listing, components in catalog.items():
         kind = LISTING_KIND[listing]
         picked: list[Component] = []
+        live = [(i, r) for i, r in enumerate(rules) if kind in r.kinds]
         for component in components:
             hit = False
-            for i, rule in enumerate(cfg.select):
-                if rule_matches(rule, kind, component):
+            for i, rule in live:
+                if (not hit or not matched[i]) and rule.matches(kind, component):
                     matched[i] = hit = True
             if hit:
                 picked.append(component)
@@ -173,11 +184,13 @@ def select(cfg: EndpointConfig, catalog: Mapping[str, Sequence[Component]]) -> S
                                         f"{items[key].source if key in items else key!r} this endpoint also serves"))
                 collided.add(component.key)
                 continue
-            wire = dict(component.wire)
+            wire = component.wire
             if listing == "tools":
-                wire = endpoint_tool(wire, key, cfg.description.get(component.key), cfg.defaults.get(component.key))
-            elif listing == "prompts":
-                wire["name"] = key
+                description, fixed = cfg.description.get(component.key), cfg.defaults.get(component.key)
+                if key != component.key or description is not None or fixed:
+                    wire = endpoint_tool(wire, key, description, fixed)
+            elif listing == "prompts" and (key != component.key or component.key in cfg.description):
+                wire = {**wire, "name": key}
                 if component.key in cfg.description:
                     wire["description"] = cfg.description[component.key]
             items[key] = Item(key, component.key, wire)

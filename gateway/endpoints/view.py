@@ -70,11 +70,12 @@ class EndpointView(Catalog):
     def search(self) -> bool:
         return self.config.discovery == "search"
 
-    def rebuild(self, strict: bool = False) -> set[str]:
-        """Re-select from the live catalog; the listings whose content changed here."""
+    def rebuild(self, strict: bool = False, components: Mapping[str, list[Component]] | None = None) -> set[str]:
+        """Re-select from the live catalog (``components``: its listings as :func:`components_of`
+        made them, shared by every endpoint); the listings whose content changed here."""
         self.connectors, self.prefixes = self.main.connectors, self.main.prefixes
         self.page_size = self.main.page_size
-        selection = select(self.config, components_of(self.main))
+        selection = select(self.config, components if components is not None else components_of(self.main))
         for problem in selection.problems:
             if problem.path[0] == "rename":  # at run time only collisions matter (validate said the rest)
                 log.error("endpoint %s: %s", self.config.name, problem.message)
