@@ -247,7 +247,7 @@ def _exported_names() -> frozenset[str]:
                    SERVER_REQUESTS_REFUSED, HTTP_REFUSED,
                    BACKEND_CALL_DURATION, CONNECTOR_RECONNECTS, CONFIG_RELOADS, CONFIG_LAST_RELOAD,
                    AUDIT_QUEUE_DEPTH, AUDIT_EVENTS_WRITTEN, AUDIT_EVENTS_SPILLED, AUDIT_EVENTS_DROPPED,
-                   RESPONSE_CACHE,
+                   RESPONSE_CACHE, ENDPOINT_REQUESTS,
                    BUILD_INFO):
         for family in metric.describe():
             names.add(family.name)
