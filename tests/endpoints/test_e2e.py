@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.connectors.mcp.helpers import SERVER
 from tests.e2e.clients import LEGACY, MODERN, Revision, connect
-from tests.support import REPO, running_gateway
+from tests.support import REPO, config_from, running_gateway
 
 ALICE = "alice-key-0123456789"  # group oncall
 BOB = "bob-key-0123456789"
@@ -302,3 +302,27 @@ async def test_search_endpoint_find_and_call_as_the_real_tool(tmp_path: Path) ->
         with pytest.raises(MCPError) as info:
             await finder.call_tool("call_tool", {"name": "nope", "arguments": {}})
         assert info.value.error.code == -32602
+
+
+async def test_a_reload_adds_an_endpoint_and_reselects_one_keeping_its_sessions(tmp_path: Path) -> None:
+    got = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.PromptListChangedNotification):
+            got.set()
+
+    text = config_text(tmp_path)
+    async with running_gateway(text, base_dir=tmp_path) as gw, \
+            endpoint_session("streamable_http", gw.url, "support", key=BOB, message_handler=on_message) as support:
+        assert len((await support.list_prompts()).prompts) == 2  # page_size 2: first page of 4
+        status, _, _ = await _post(f"{gw.url}/mcp/late", INIT, BOB)
+        assert status == 404
+        new = text.replace("      - {connector: kit, prompts: [\"*\"]}", "      - {connector: kit, prompts: [kit_p03]}")
+        new += "  - {name: late, select: [{prompts: [kit_p00]}]}\n"
+        assert new != text + "  - {name: late, select: [{prompts: [kit_p00]}]}\n"
+        await gw.gateway.reload(config_from(new, tmp_path))
+        async with asyncio.timeout(10):
+            await got.wait()  # the same session, told its selection changed
+        assert [p.name for p in (await support.list_prompts()).prompts] == ["kit_p03"]
+        async with endpoint_session("streamable_http", gw.url, "late", key=BOB) as late:
+            assert [p.name for p in (await late.list_prompts()).prompts] == ["kit_p00"]
