@@ -124,8 +124,12 @@ class EndpointHost:
     def dispatcher(self) -> Dispatcher:
         main = self.gateway.dispatcher
         if self._dispatcher is None or self._built_for is not main:
+            # Listings differ between callers when access rules hide things; and a listing of an
+            # endpoint with principals is not for everyone either: then they are private.
+            cache = dataclasses.replace(main.cache, private_listings=main.cache.private_listings
+                                        or bool(self.config.principals))
             d = Dispatcher(self.view, main.subscriptions, main.request_timeout_s, main.filters,
-                           server_info=self._server_info(), cache=main.cache, tasks=main.tasks)
+                           server_info=self._server_info(), cache=cache, tasks=main.tasks)
             d.endpoint, d.translate = self.name, self.view.translate
             self._dispatcher, self._built_for = d, main
         return self._dispatcher

@@ -27,15 +27,19 @@ connectors:
 endpoints:
   - {name: first, select: [{connector: one}]}
   - {name: second, select: [{connector: two}, {prompts: [team_a]}]}
+  - {name: closed, select: [{connector: two}], principals: [anonymous]}
 """
 
 
-def _listen(rid: int) -> dict[str, Any]:
-    meta = {"io.modelcontextprotocol/protocolVersion": MODERN,
+def _meta() -> dict[str, Any]:
+    return {"io.modelcontextprotocol/protocolVersion": MODERN,
             "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
             "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def _listen(rid: int) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "method": "subscriptions/listen",
-            "params": {"notifications": {"toolsListChanged": True, "promptsListChanged": True}, "_meta": meta}}
+            "params": {"notifications": {"toolsListChanged": True, "promptsListChanged": True}, "_meta": _meta()}}
 
 
 HEADERS = {"Content-Type": "application/json", "MCP-Protocol-Version": MODERN, "Mcp-Method": "subscriptions/listen",
@@ -68,3 +72,21 @@ async def test_listen_streams_of_other_endpoints_hear_nothing(monkeypatch: pytes
         change = await asyncio.wait_for(second.__anext__(), 5)
         assert change["method"] == "notifications/prompts/list_changed"
         assert change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 2
+
+
+async def test_cache_scope_stays_honest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An endpoint's listing is the same for every caller (no access rules): ``public``; one of an
+    endpoint that admits only some principals is not for everyone: ``private``."""
+    testkit.register(monkeypatch)
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": _meta()}}
+    headers = {**HEADERS, "Mcp-Method": "tools/list"}
+    async with running_gateway(CONFIG) as gw, aiohttp.ClientSession() as http:
+        scopes = {}
+        for name in ("first", "closed"):
+            async with http.post(f"{gw.url}/mcp/{name}", json=message, headers=headers) as resp:
+                result = (await resp.json())["result"]
+            prefix = "two_" if name == "closed" else "one_"
+            assert result["tools"] and all(t["name"].startswith(prefix) for t in result["tools"])
+            assert result["ttlMs"] > 0
+            scopes[name] = result["cacheScope"]
+        assert scopes == {"first": "public", "closed": "private"}
