@@ -31,7 +31,7 @@ from aiohttp import web
 from connectors.base import Connector, Health
 from connectors.registry import connector_class
 from gateway.auth import Authenticator
-from gateway.catalog import Catalog
+from gateway.catalog import LIST_CHANGED, Catalog
 from gateway.checks import policy_problems
 from gateway.config import AuthConfig, GatewayConfig, ServerRequestLimits, locate
 from gateway.context import CallContext, LocalHandler, Principal
@@ -64,12 +64,6 @@ __all__ = ["Gateway", "build_filters", "Identity"]
 
 log = logging.getLogger("gateway.app")
 
-_LIST_CHANGED = {
-    "tools": "notifications/tools/list_changed",
-    "prompts": "notifications/prompts/list_changed",
-    "resources": "notifications/resources/list_changed",
-    "resourceTemplates": "notifications/resources/list_changed",
-}
 _POLICY_SECTIONS = ("auth", "access", "rate_limits", "audit", "telemetry")
 _PROBE_EVERY_S = 5.0  # how fresh /readyz keeps the rate-limit backend's state without traffic
 
@@ -491,7 +485,7 @@ class Gateway:
         self._announce(self.catalog.rebuild(strict=False))
 
     def _announce(self, changed: set[str]) -> None:
-        for method in sorted({_LIST_CHANGED[k] for k in changed}):
+        for method in sorted({LIST_CHANGED[k] for k in changed}):
             self.broadcast(method)
         self.endpoints.rebuild(self.spawn, changed)
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from connectors.base import Connector
     from gateway.context import CallContext
 
-__all__ = ["Entry", "Snapshot", "Catalog", "LISTINGS", "template_matches", "page_of"]
+__all__ = ["Entry", "Snapshot", "Catalog", "LISTINGS", "template_matches", "page_of", "LIST_CHANGED"]
 
 log = logging.getLogger("gateway.catalog")
 
@@ -72,6 +72,13 @@ class Snapshot:
         return cls(tuple(e.key for e in ordered), tuple(ordered), {e.key: e for e in ordered})
 
 
+# snapshot key → the notification announcing that its listing changed
+LIST_CHANGED = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+    "resourceTemplates": "notifications/resources/list_changed",
+}
 _EMPTY = Snapshot((), (), {})
 _TEMPLATE_VAR = re.compile(r"\{[^}]*\}")
 

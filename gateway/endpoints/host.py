@@ -25,6 +25,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gateway.catalog import LIST_CHANGED
 from gateway.dispatch import Dispatcher
 from gateway.endpoints.config import EndpointConfig
 from gateway.endpoints.search import EndpointSearch
@@ -47,12 +48,6 @@ __all__ = ["EndpointHost", "Endpoints", "EndpointIdentity", "GatewayPort"]
 
 log = logging.getLogger("gateway.endpoints")
 
-_LIST_CHANGED = {
-    "tools": "notifications/tools/list_changed",
-    "prompts": "notifications/prompts/list_changed",
-    "resources": "notifications/resources/list_changed",
-    "resourceTemplates": "notifications/resources/list_changed",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,12 +190,9 @@ class EndpointHost:
 
     def adopt_session(self, transport: str, send: Send, session_id: str, record: dict[str, Any],
                       principal: Principal) -> Session:
-        from gateway.state.records import restore
-
-        session = self.open_session(transport, send, principal)
-        restore(session, session_id, record)
-        self.add_session(session)
-        return session
+        """Never asked: an endpoint's sessions stay on the replica that opened them (their
+        transports share nothing through ``state.store``; docs/endpoints.md)."""
+        raise NotImplementedError("an endpoint's sessions are not shared between replicas")
 
     # -- ModernHost ----------------------------------------------------------------------------
     @property
@@ -308,7 +300,7 @@ class Endpoints:
             changed = host.view.rebuild(components=components)
             if host.view.search and not host.gone and self.warming:
                 spawn(host.search.warm())
-            for method in sorted({_LIST_CHANGED[k] for k in changed}):
+            for method in sorted({LIST_CHANGED[k] for k in changed}):
                 for delivery in self.gateway.list_changed_deliveries(method, host):
                     spawn(delivery)
 
