@@ -13,8 +13,9 @@ request states, the state store, tasks) is the gateway's.
 
 :meth:`Endpoints.rebuild` runs after every catalog rebuild and sends each endpoint's sessions and
 listen streams the ``list_changed`` of the listings that changed *there*. A reload keeps the host
-of an endpoint whose name stays (its sessions stay connected and see the new selection); a host
-whose endpoint left the config refuses new sessions and keeps serving the ones it has.
+of an endpoint whose name stays (its sessions stay connected and see the new selection); an
+endpoint that left the config is no longer served (404 over HTTP, its sessions included: they end
+at their idle timeout) and is not re-selected.
 """
 
 from __future__ import annotations
@@ -297,8 +298,10 @@ class Endpoints:
             return
         components = components_of(self.catalog)  # once for all endpoints
         for host in self.hosts.values():
+            if host.gone:
+                continue
             changed = host.view.rebuild(components=components)
-            if host.view.search and not host.gone and self.warming:
+            if host.view.search and self.warming:
                 spawn(host.search.warm())
             for method in sorted({LIST_CHANGED[k] for k in changed}):
                 for delivery in self.gateway.list_changed_deliveries(method, host):
