@@ -29,6 +29,7 @@ from sqlalchemy.engine import make_url
 
 from connectors.config import ConnectorConfig, EgressConfig, Model
 from connectors.registry import KINDS, config_model
+from gateway.endpoints.config import EndpointList
 from gateway.oauth.config import GatewayOAuthConfig, identity_problems
 from gateway.protocol.errors import ConfigError
 
@@ -344,6 +345,8 @@ class GatewayConfig(Model):
     telemetry: TelemetryConfig = TelemetryConfig()
     state: StateConfig = StateConfig()
     status: StatusConfig = StatusConfig()
+    # Curated virtual servers at /mcp/{name} (gateway.endpoints.config)
+    endpoints: EndpointList = ()
     # The default `egress:` of every connector kind that has one (openapi; mcp over HTTP): a
     # connector's own block replaces the keys it sets and inherits the others.
     egress: EgressConfig = EgressConfig()

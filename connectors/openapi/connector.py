@@ -81,6 +81,7 @@ class _State:
         self.doc = doc
         self.mapped = mapped
         self.tools = {op.name: op for op in mapped.operations if op.route == "tool"}
+        self.origins: dict[str, tuple[tuple[str, ...], str]] | None = None  # tool → (tags, path), on demand
         self.templates = {op.name: op for op in mapped.operations if op.route == "resource"}
         self.tool_specs = tuple(ToolSpec(name, op.definition) for name, op in self.tools.items())
         self.template_specs = tuple(_template_spec(connector, op) for op in self.templates.values())
@@ -312,6 +313,22 @@ class OpenAPIConnector(Connector):
                 log.exception("openapi connector %s: refreshing the spec failed unexpectedly", self.name)
 
     # -- components --------------------------------------------------------------------------
+    def tool_origin(self, name: str) -> tuple[tuple[str, ...], str]:
+        """(OpenAPI tags, path) of the operation behind the local tool ``name`` (endpoints select
+        by tags; tool search indexes both); ``((), "")`` when unknown."""
+        state = self._state
+        if state is None:
+            return (), ""
+        if state.origins is None:  # once per version of the spec, for every tool
+            paths = state.doc.get("paths") or {}
+            origins: dict[str, tuple[tuple[str, ...], str]] = {}
+            for tool, op in state.tools.items():
+                raw = (paths.get(op.path) or {}).get(op.method.lower()) or {}
+                tags = raw.get("tags") if isinstance(raw, dict) else None
+                origins[tool] = (tuple(t for t in tags or () if isinstance(t, str)), op.path)
+            state.origins = origins
+        return state.origins.get(name, ((), ""))
+
     def owns_uri(self, uri: str) -> bool:
         return self._match_uri(uri) is not None
 

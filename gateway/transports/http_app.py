@@ -38,6 +38,7 @@ from aiohttp import web
 from gateway.auth import Authenticator, Unauthenticated
 from gateway.config import GatewayConfig, HttpConfig
 from gateway.context import Principal
+from gateway.endpoints.http import add_routes as add_endpoint_routes
 from gateway.oauth.routes import OAuthRoutesHost
 from gateway.oauth.routes import add_routes as add_oauth_routes
 from gateway.protocol import jsonrpc
@@ -266,6 +267,9 @@ def build_app(host: HttpHost) -> web.Application:
     app.router.add_post("/messages", _guarded(guard, legacy.post))
     app.router.add_post("/messages/", _guarded(guard, legacy.post))
     app.router.add_get("/healthz", healthz)
+    # Endpoints (virtual servers): /mcp/{name}, /sse/{name} + /messages/{name}, behind the same guards.
+    add_endpoint_routes(app, functools.partial(_guarded, guard), lambda: getattr(host, "endpoints", None),
+                        lambda: host.config.gateway.http, lambda: host.config.gateway.session_idle_timeout_s, quota)
     app.router.add_get("/readyz", readyz)
 
     async def status(request: web.Request) -> web.StreamResponse:
