@@ -368,7 +368,7 @@ class MCPConnector(Connector):
                 self._set_health(False, f"{exc.message}: waiting for the authorization")
                 with contextlib.suppress(BackendUnavailable):
                     await self._identity.authorize(exc, None)
-                    immediately = True
+                    immediately = True  # authorised: this attempt goes on (start() still waits for it)
                 continue
             except BackendUnavailable as exc:
                 self._set_health(False, exc.message)
@@ -380,7 +380,8 @@ class MCPConnector(Connector):
                 delay = min(delay * 2, self.config.reconnect_max_s)
                 continue
             finally:
-                self._first_attempt.set()
+                if not immediately:
+                    self._first_attempt.set()
             if self._connected_once:
                 self.reconnects += 1
                 self._set_health(True, self._health.detail)

@@ -61,7 +61,11 @@ class UpstreamIdentity:
         return self.cfg.credentials is not None or (oauth is not None and oauth.identity != "service")
 
     def service_auth(self) -> RequestAuth | None:
-        return BearerAuth(self.client, SERVICE) if self.client is not None else None
+        if self.client is not None:
+            return BearerAuth(self.client, SERVICE)
+        credentials = self.cfg.credentials
+        value = credentials.value_for(None) if credentials is not None else None
+        return StaticAuth(value, credentials.header) if credentials is not None and value is not None else None
 
     def session_key(self, ctx: CallContext) -> str:
         return f"principal:{ctx.principal.name}"

@@ -22,6 +22,7 @@
 ``credentials: {per_principal: {alice: ${ALICE_PAT}}}`` are personal static keys for upstreams
 that take nothing else: a principal's key goes only with that principal's calls, as
 ``Authorization: Bearer <key>`` (or the ``header`` named); a principal without one is refused.
+``credentials.service`` is the key listings and the shared session use.
 
 Secrets are ``SecretStr``: printing or dumping a config never shows them.
 """
@@ -105,12 +106,15 @@ class CredentialsConfig(Model):
     """Personal static keys, by principal name."""
 
     per_principal: dict[str, SecretStr] = Field(default_factory=dict)
+    # The key of listings and the shared upstream session (None: they go without one).
+    service: SecretStr | None = None
     header: str = "Authorization"
     # The value is ``scheme + " " + key`` (empty scheme: the key alone).
     scheme: str = "Bearer"
 
-    def value_for(self, principal: str) -> str | None:
-        secret = self.per_principal.get(principal)
+    def value_for(self, principal: str | None) -> str | None:
+        """The header value for ``principal`` (None: the service key)."""
+        secret = self.service if principal is None else self.per_principal.get(principal)
         if secret is None:
             return None
         key = secret.get_secret_value()
