@@ -24,7 +24,7 @@ from connectors.base import Connector
 from connectors.oauth.port import LocalAuthorizationBroker, MemoryTokenStore, OAuthPort
 from tests.auth.idp import AUDIENCE, ISSUER, loopback_idp
 from tests.e2e.clients import LEGACY, MODERN, connect
-from tests.oauth.authserver import AuthServer, ProtectedUpstream, auth_world
+from tests.oauth.authserver import ProtectedUpstream, auth_world
 from tests.support import running_gateway
 
 REDIRECT = "http://127.0.0.1:9/oauth/callback"
