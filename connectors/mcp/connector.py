@@ -33,7 +33,7 @@ retried once.
 
 Identity. With an ``oauth`` block the shared session carries the service identity's token; with
 ``identity: user|exchange`` or ``credentials.per_principal`` each principal's calls go through its
-own session or request channel carrying that principal's credential (:mod:`connectors.mcp.identity`).
+own session or request channel carrying that principal's credential (:mod:`connectors.oauth.identity`).
 A missing authorization is asked for (the caller, by URL elicitation; an operator, for the service
 identity) and the call or connection proceeds once it arrives.
 """
@@ -61,6 +61,7 @@ from connectors.base import (
 from connectors.egress import EgressPolicy, Lookup
 from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
 from connectors.oauth.client import AuthorizationRequired
+from connectors.oauth.identity import UpstreamIdentity
 from gateway.protocol.errors import (
     BackendUnavailable,
     InvalidRequest,
@@ -77,7 +78,7 @@ from .client import Hints, TransportFactory, UpstreamSession
 from .config import MCPConfig
 from .era import open_upstream
 from .factory import transport_factory
-from .identity import UpstreamIdentity, adopt_channel
+from .identity import adopt_channel
 from .listen import Listener
 from .listing import ALL_LISTINGS, fetch_listings
 from .relay import Relay, sole_owner
@@ -106,7 +107,8 @@ class MCPConnector(Connector):
         # Over HTTP every connection goes through it; the configured url's host is the operator's
         # own word (trusted by name for private addresses), everything else follows the rules.
         self._egress = EgressPolicy(config.egress, trusted=(config.url,), lookup=lookup, trust_names=True)
-        self._identity = UpstreamIdentity(self.name, config, self._egress, lambda: self.oauth_port)
+        self._identity = UpstreamIdentity(self.name, config.url, config.oauth, config.credentials, self._egress,
+                                         lambda: self.oauth_port)
         self._shared: UpstreamSession | None = None
         self._clients: dict[str, UpstreamSession] = {}
         self._client_locks: dict[str, asyncio.Lock] = {}

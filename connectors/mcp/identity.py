@@ -1,125 +1,12 @@
-"""Whose credentials an MCP connector's upstream requests carry (its ``oauth`` and
-``credentials`` blocks), and how a missing authorization is obtained.
-
-* Listings and the shared upstream session use the **service** identity (:meth:`UpstreamIdentity.
-  service_auth`): without an ``oauth`` block, no credential but the static ``headers``.
-* ``identity: user`` and ``identity: exchange`` and ``credentials.per_principal`` make calls
-  per principal (:attr:`UpstreamIdentity.per_principal`): each principal's calls go through its
-  own upstream session (a legacy upstream) or request channel (a 2026-07-28 one) whose every
-  request carries that principal's credential (:meth:`UpstreamIdentity.auth_for`), never another's.
-  ``exchange`` trades the caller's validated JWT (its ``Authorization``) for an upstream token;
-  the caller's own token never goes upstream.
-* :meth:`UpstreamIdentity.authorize` answers :class:`~connectors.oauth.client.AuthorizationRequired`:
-  a principal is sent the authorization URL as a URL-mode elicitation (``elicitation/create`` with
-  ``mode: url``; the gateway turns it into a 2026-07-28 input request for such a caller) and the
-  call waits for the broker's callback (``authorization_timeout_s`` or the call's deadline); the
-  service identity waits for an operator (the URL is logged and in the connector's health).
-"""
+"""Per-principal upstream channels of the MCP connector (upstream identity: see
+:mod:`connectors.oauth.identity`): a 2026-07-28 upstream has no session, so a principal's
+"session" is a request channel like the shared one, carrying that principal's credential."""
 
 from __future__ import annotations
 
-import logging
-import secrets
-from typing import TYPE_CHECKING
-
-from connectors.egress import EgressPolicy
-from connectors.oauth.client import SERVICE, AuthorizationRequired, OAuthClient, UpstreamAuthError
-from connectors.oauth.http import OAuthHTTP
-from connectors.oauth.port import OAuthPort
-from connectors.oauth.requestauth import BearerAuth, RequestAuth, StaticAuth
-from gateway.protocol.errors import ProtocolError
-
 from .client import UpstreamSession
-from .config import MCPConfig
 
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from gateway.context import CallContext
-
-__all__ = ["UpstreamIdentity", "adopt_channel"]
-
-log = logging.getLogger("connectors.mcp")
-
-
-class UpstreamIdentity:
-    def __init__(self, name: str, cfg: MCPConfig, policy: EgressPolicy, port: Callable[[], OAuthPort]) -> None:
-        self.name = name
-        self.cfg = cfg
-        self.client: OAuthClient | None = None
-        if cfg.oauth is not None and cfg.url is not None:
-            self.client = OAuthClient(name, cfg.url, cfg.oauth, OAuthHTTP(policy), port)
-
-    @property
-    def max_authorizations(self) -> int:
-        """Authorizations one call may wait for (the first, and each step-up)."""
-        return self.cfg.oauth.max_step_up + 1 if self.cfg.oauth is not None else 0
-
-    @property
-    def per_principal(self) -> bool:
-        oauth = self.cfg.oauth
-        return self.cfg.credentials is not None or (oauth is not None and oauth.identity != "service")
-
-    def service_auth(self) -> RequestAuth | None:
-        if self.client is not None:
-            return BearerAuth(self.client, SERVICE)
-        credentials = self.cfg.credentials
-        value = credentials.value_for(None) if credentials is not None else None
-        return StaticAuth(value, credentials.header) if credentials is not None and value is not None else None
-
-    def session_key(self, ctx: CallContext) -> str:
-        return f"principal:{ctx.principal.name}"
-
-    def auth_for(self, ctx: CallContext) -> RequestAuth:
-        """The credential of the caller of ``ctx`` (raises when it has none to give)."""
-        principal = ctx.principal.name
-        credentials = self.cfg.credentials
-        if credentials is not None:
-            value = credentials.value_for(principal)
-            if value is None:
-                raise UpstreamAuthError(f"upstream {self.name} takes personal credentials, and principal {principal} "
-                                        "has none configured (credentials.per_principal)", {"connector": self.name})
-            return StaticAuth(value, credentials.header)
-        assert self.client is not None and self.cfg.oauth is not None
-        if self.cfg.oauth.identity == "exchange":
-            caller = ctx.caller_authorization or ""
-            scheme, _, token = caller.partition(" ")
-            if ctx.principal.kind != "jwt" or scheme.lower() != "bearer" or not token:
-                raise UpstreamAuthError(f"upstream {self.name} exchanges the caller's JWT for its own token, and this "
-                                        "call was not made with a JWT", {"connector": self.name})
-            return BearerAuth(self.client, principal, token.strip())
-        return BearerAuth(self.client, principal)
-
-    async def authorize(self, exc: AuthorizationRequired, ctx: CallContext | None) -> None:
-        """Have ``exc.key`` authorised (see the module doc); raises when it was not in time."""
-        client = self.client
-        assert client is not None and self.cfg.oauth is not None
-        wait = self.cfg.oauth.authorization_timeout_s
-        remaining = ctx.remaining() if ctx is not None else None
-        if remaining is not None:
-            wait = min(wait, remaining)
-        if exc.key.principal == SERVICE or ctx is None:
-            log.warning("upstream %s: an operator must authorise the gateway: open %s", self.name, exc.url)
-        else:
-            params = {"mode": "url", "url": exc.url, "elicitationId": secrets.token_urlsafe(16),
-                      "message": f"The upstream {self.name} needs you to authorise the gateway at "
-                                 f"{exc.key.issuer} to act for you."}
-            try:
-                answer = await ctx.session.request("elicitation/create", params, related_request_id=ctx.request_id,
-                                                   timeout=wait)
-            except ProtocolError as err:
-                raise UpstreamAuthError(f"upstream {self.name} needs authorisation, and the caller could not be "
-                                        f"asked: {err.message}", {"connector": self.name}) from None
-            if answer.get("action") not in (None, "accept"):
-                raise UpstreamAuthError(f"upstream {self.name}: authorisation {answer.get('action')}d by the caller",
-                                        {"connector": self.name})
-        if await client.wait_authorized(exc.key, wait) is None:
-            raise UpstreamAuthError(f"upstream {self.name}: no authorisation arrived within {wait:g}s",
-                                    {"connector": self.name})
-
-    async def aclose(self) -> None:
-        if self.client is not None:
-            await self.client.aclose()
+__all__ = ["adopt_channel"]
 
 
 def adopt_channel(session: UpstreamSession, shared: UpstreamSession) -> None:

@@ -99,7 +99,8 @@ class OAuthClient:
             if self._discovery is not None and (not again or self._discovered_at >= started):
                 return self._discovery
             try:
-                found = await discover(self.http, self.server_url, challenge or Challenge())
+                found = await discover(self.http, self.server_url, challenge or Challenge(),
+                                       self.cfg.client.issuer if self.cfg.client is not None else None)
             except (DiscoveryError, OAuthHTTPError) as exc:
                 raise UpstreamAuthError(f"upstream {self.connector}: {exc}") from None
             if self._discovery is not None and found.issuer != self._discovery.issuer:

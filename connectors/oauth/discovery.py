@@ -12,8 +12,9 @@ Discovery"):
    path insertion, OIDC with path insertion, OIDC with path appending (for an issuer without a
    path: RFC 8414 then OIDC). The document's ``issuer`` must equal the issuer exactly (RFC 8414
    §3.3, no normalisation).
-3. An upstream without protected-resource metadata (the 2025-03-26 revision) is its own
-   authorization server: its origin's metadata, else ``/authorize``, ``/token``, ``/register``.
+3. An upstream without protected-resource metadata: the configured client's ``issuer`` when there
+   is one (a REST API rarely serves RFC 9728 metadata), else (the 2025-03-26 revision) it is its
+   own authorization server: its origin's metadata, else ``/authorize``, ``/token``, ``/register``.
 
 PKCE S256 is required for the authorization-code grant (:attr:`Discovery.pkce_s256`): a server
 that does not advertise it is refused before any redirect (checked by the caller that needs it).
@@ -30,7 +31,8 @@ from yarl import URL
 from .challenge import Challenge
 from .http import OAuthHTTP, OAuthHTTPError
 
-__all__ = ["Discovery", "DiscoveryError", "prm_candidates", "metadata_candidates", "resource_matches", "discover"]
+__all__ = ["Discovery", "DiscoveryError", "prm_candidates", "metadata_candidates", "resource_matches", "canonical",
+           "discover"]
 
 
 class DiscoveryError(Exception):
@@ -131,7 +133,7 @@ async def _metadata(http: OAuthHTTP, issuer: str) -> dict[str, Any] | None:
     return None
 
 
-async def discover(http: OAuthHTTP, server_url: str, challenge: Challenge) -> Discovery:
+async def discover(http: OAuthHTTP, server_url: str, challenge: Challenge, fallback_issuer: str | None = None) -> Discovery:
     """Discover the authorization server of the upstream at ``server_url`` (see the module doc)."""
     prm: dict[str, Any] | None = None
     for candidate in prm_candidates(server_url, challenge):
@@ -144,6 +146,11 @@ async def discover(http: OAuthHTTP, server_url: str, challenge: Challenge) -> Di
         if answer.ok and answer.body is not None:
             prm = answer.body
             break
+    if prm is None and fallback_issuer is not None:
+        metadata = await _metadata(http, fallback_issuer)
+        if metadata is None:
+            raise DiscoveryError(f"no authorization server metadata found for issuer {fallback_issuer!r}")
+        return Discovery(canonical(server_url), fallback_issuer, metadata)
     if prm is None:  # 2025-03-26: the upstream is its own authorization server
         issuer = _origin(URL(server_url))
         metadata = await _metadata(http, issuer)
