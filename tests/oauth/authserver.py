@@ -172,23 +172,28 @@ class ProtectedUpstream:
         self.auth = auth
         self.upstream_url = upstream_url
         self.required_scope = required_scope
-        self.url = ""  # .../mcp once started
+        self.upstream_origin = upstream_url.rsplit("/", 1)[0]
+        self.url = ""  # .../mcp (or .../sse) once started
         self.seen: list[Seen] = []
         self._http: aiohttp.ClientSession | None = None
 
     def app(self) -> web.Application:
         app = web.Application()
-        app.router.add_get("/.well-known/oauth-protected-resource/mcp", self.prm)
-        app.router.add_route("*", "/mcp", self.proxy)
+        app.router.add_get("/.well-known/oauth-protected-resource/{path:.*}", self.prm)
+        app.router.add_route("*", "/{path:.*}", self.proxy)  # /mcp, or /sse and its /messages/
         return app
+
+    @property
+    def origin(self) -> str:
+        return self.url.split("/", 3)[0] + "//" + self.url.split("/", 3)[2]
 
     async def prm(self, _request: web.Request) -> web.Response:
         return web.json_response({"resource": self.url, "authorization_servers": [self.auth.url],
                                   "scopes_supported": ["mcp:read"]})
 
     def _challenge(self, status: int, error: str, scope: str | None = None) -> web.Response:
-        parts = [f'resource_metadata="{self.url.rsplit("/mcp", 1)[0]}/.well-known/oauth-protected-resource/mcp"',
-                 f'error="{error}"']
+        path = self.url.split("/", 3)[3]
+        parts = [f'resource_metadata="{self.origin}/.well-known/oauth-protected-resource/{path}"', f'error="{error}"']
         if scope:
             parts.append(f'scope="{scope}"')
         return web.json_response({"error": error}, status=status, headers={"WWW-Authenticate": "Bearer " + ", ".join(parts)})
@@ -214,7 +219,8 @@ class ProtectedUpstream:
         assert self._http is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "authorization",
                                                                                  "content-length")}
-        async with self._http.request(request.method, self.upstream_url, data=body, headers=headers) as resp:
+        target = self.upstream_origin + request.path_qs
+        async with self._http.request(request.method, target, data=body or None, headers=headers) as resp:
             out = web.StreamResponse(status=resp.status, headers={k: v for k, v in resp.headers.items() if k.lower() in (
                 "content-type", "mcp-session-id", "mcp-protocol-version")})
             await out.prepare(request)
@@ -239,16 +245,16 @@ async def _serve(app: web.Application) -> tuple[web.AppRunner, int]:
 @asynccontextmanager
 async def auth_world(*, token_lifetime_s: float = 3600.0, required_scope: str | None = None,
                      client_credentials: bool = True, grantable: frozenset[str] | None = None,
-                     ) -> AsyncIterator[tuple[AuthServer, ProtectedUpstream]]:
+                     transport: str = "streamable_http") -> AsyncIterator[tuple[AuthServer, ProtectedUpstream]]:
     """An authorization server and a protected SDK upstream (dual era) behind it, on loopback."""
     auth = AuthServer(token_lifetime_s=token_lifetime_s, client_credentials=client_credentials, grantable=grantable)
-    async with upstream_http("streamable_http") as (upstream_url, _proc):
+    async with upstream_http(transport) as (upstream_url, _proc):
         auth_runner, auth_port = await _serve(auth.app())
         auth.url = f"http://127.0.0.1:{auth_port}"
         protected = ProtectedUpstream(auth, upstream_url, required_scope=required_scope)
         protected._http = aiohttp.ClientSession()
         runner, port = await _serve(protected.app())
-        protected.url = f"http://127.0.0.1:{port}/mcp"
+        protected.url = f"http://127.0.0.1:{port}/{upstream_url.rsplit('/', 1)[1]}"
         try:
             yield auth, protected
         finally:

@@ -102,6 +102,18 @@ async def test_service_identity_uses_client_credentials_and_never_the_callers_ke
         assert not any(s.token in KEYS.values() for s in protected.seen)
 
 
+@pytest.mark.parametrize("transport", ["streamable_http", "sse"])
+async def test_service_identity_over_both_http_transports_refreshes_nothing_it_need_not(
+        port: OAuthPort, transport: str) -> None:
+    async with auth_world(transport=transport) as (auth, protected):
+        async with running_gateway(config(protected, service(), extra={"transport": transport})) as gw, \
+                caller(gw.mcp_url, KEYS["bob"]) as session:
+            for i in range(3):
+                assert text(await session.call_tool("crm_echo", {"text": str(i)})) == str(i)
+        assert auth.counts["token"] == 1
+        assert {s.subject for s in protected.seen if s.status == 200} == {"service:gw"}
+
+
 async def test_two_principals_get_their_own_tokens_through_url_elicitation(port: OAuthPort) -> None:
     oauth = {"identity": "user", "redirect_uri": REDIRECT, "client": {"client_id": "gw", "client_secret": "gw-secret"}}
     async with auth_world() as (auth, protected):
