@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -215,3 +216,30 @@ async def test_token_exchange_trades_the_callers_jwt_and_never_sends_it_upstream
         assert [(subject, body["params"]["arguments"]["text"]) for subject, body in protected.subjects()] == [
             ("exchange:alice", "alice"), ("exchange:carol", "carol")]
         assert auth.counts["urn:ietf:params:oauth:grant-type:token-exchange"] == 2
+
+
+async def test_tokens_and_secrets_appear_in_no_log_health_or_error(port: OAuthPort,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """Every token the authorization server issued, every refresh token and the client secret are
+    absent from the logs (all levels), the connector's health and the errors callers see."""
+    caplog.set_level(logging.DEBUG)
+    oauth = {"identity": "user", "redirect_uri": REDIRECT,
+             "client": {"client_id": "gw", "client_secret": "gw-secret-canary"}}
+    errors: list[str] = []
+    async with auth_world(token_lifetime_s=1.0) as (auth, protected):
+        auth.clients["gw"]["secret"] = "gw-secret-canary"
+        async with running_gateway(config(protected, oauth)) as gw:
+            async with caller(gw.mcp_url, KEYS["alice"], elicitation_callback=browser(port, "alice")) as session:
+                for _ in range(3):  # 1 s tokens: refreshed with rotation on the way
+                    assert text(await session.call_tool("crm_echo", {"text": "alice"})) == "alice"
+                    await asyncio.sleep(0.6)
+            async with caller(gw.mcp_url, KEYS["bob"]) as session:  # bob cannot be asked: an error
+                try:
+                    await session.call_tool("crm_echo", {"text": "bob"})
+                except MCPError as exc:
+                    errors.append(str(exc))
+            health = repr(gw.connectors["crm"].health())
+        secrets_seen = [*auth.tokens, *auth.refresh_tokens, "gw-secret-canary"]
+        assert auth.counts["refresh_token"] >= 1 and errors
+        for secret in secrets_seen:
+            assert secret not in caplog.text and secret not in health and all(secret not in e for e in errors)
