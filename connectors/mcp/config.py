@@ -42,7 +42,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from connectors.config import ConnectorConfig, EgressConfig, Model, ToolOverride, glob_match
-from connectors.oauth.config import CredentialsConfig, OAuthConfig
+from connectors.oauth.config import CredentialsConfig, OAuthConfig, no_static_authorization
 
 __all__ = ["MCPConfig", "UpstreamSelection"]
 
@@ -103,9 +103,7 @@ class MCPConfig(ConnectorConfig):
         if info.data.get("transport", "stdio") == "stdio":
             raise ValueError(f"{info.field_name} is for the sse and streamable_http transports, not stdio "
                              "(a stdio upstream gets its secrets through env)")
-        if any(k.lower() == "authorization" for k in info.data.get("headers") or {}):
-            raise ValueError(f"{info.field_name} and an Authorization header in headers both set the upstream's "
-                             "credentials: keep one")
+        no_static_authorization(str(info.field_name), info.data.get("headers"))
         return value
 
     def serves(self, kind: str, name: str) -> bool:

@@ -29,13 +29,15 @@ Secrets are ``SecretStr``: printing or dumping a config never shows them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
 
 from connectors.config import Model
 
-__all__ = ["OAuthClientConfig", "ExchangeConfig", "OAuthConfig", "CredentialsConfig", "AuthMethod", "Identity"]
+__all__ = ["OAuthClientConfig", "ExchangeConfig", "OAuthConfig", "CredentialsConfig", "AuthMethod", "Identity",
+           "no_static_authorization"]
 
 AuthMethod = Literal["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]
 Identity = Literal["service", "user", "exchange"]
@@ -119,3 +121,12 @@ class CredentialsConfig(Model):
             return None
         key = secret.get_secret_value()
         return f"{self.scheme} {key}" if self.scheme else key
+
+
+def no_static_authorization(field: str, headers: Mapping[str, str] | None, static: str | None = None) -> None:
+    """Refuse ``oauth``/``credentials`` (``field``) beside a static credential: an ``Authorization``
+    header in ``headers``, or ``static`` (what else the entry configures, named)."""
+    if static is None and not any(k.lower() == "authorization" for k in headers or {}):
+        return
+    raise ValueError(f"{field} and {static or 'an Authorization header in headers'} both set the upstream's "
+                     "credentials: keep one")

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
 
 from connectors.config import ConnectorConfig, EgressConfig, Model, ToolOverride
-from connectors.oauth.config import CredentialsConfig, OAuthConfig
+from connectors.oauth.config import CredentialsConfig, OAuthConfig, no_static_authorization
 
 __all__ = [
     "OpenAPIConfig",
@@ -144,10 +144,9 @@ class OpenAPIConfig(ConnectorConfig):
         if value is None:
             return value
         auth = info.data.get("auth")
-        if any(k.lower() == "authorization" for k in info.data.get("headers") or {}) or (
-                isinstance(auth, OpenAPIAuth) and (auth.bearer or auth.basic or auth.oauth2 or auth.forward_caller)):
-            raise ValueError(f"{info.field_name} and an Authorization header (headers, or auth bearer, basic, oauth2, "
-                             "forward_caller) both set the upstream's credentials: keep one")
+        static = isinstance(auth, OpenAPIAuth) and (auth.bearer or auth.basic or auth.oauth2 or auth.forward_caller)
+        no_static_authorization(str(info.field_name), info.data.get("headers"),
+                                "auth's bearer, basic, oauth2 or forward_caller" if static else None)
         return value
 
     @field_validator("headers")

@@ -27,7 +27,6 @@ import asyncio
 import json
 import os
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -40,8 +39,7 @@ import aiohttp  # noqa: E402
 
 from connectors.base import Connector  # noqa: E402
 from connectors.oauth.port import Grant, LocalAuthorizationBroker, MemoryTokenStore, OAuthPort  # noqa: E402
-from tests.conformance.connector_client import drive  # noqa: E402
-from tests.support import running_gateway  # noqa: E402
+from tests.conformance.connector_client import cli, run_scenario  # noqa: E402
 
 __all__ = ["CIMD_URL", "REDIRECT_URI", "FollowingBroker", "follow", "gateway_config", "main"]
 
@@ -105,24 +103,11 @@ async def _main(url: str) -> int:
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     store = MemoryTokenStore()
     Connector.oauth_port = OAuthPort(store=store, broker=FollowingBroker(store), client_metadata_url=CIMD_URL)
-    async with running_gateway(gateway_config(url, context)) as gw:
-        connector = gw.connectors["scenario"]
-        print(f"scenario {os.environ.get('MCP_CONFORMANCE_SCENARIO')}: connector up={connector.health().up} "
-              f"({connector.health().detail})")
-        for note in await drive(gw.mcp_url, context):
-            print(note)
-    return 0
+    return await run_scenario(gateway_config(url, context), context)
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: auth_client.py URL", file=sys.stderr)
-        return 2
-    try:
-        return asyncio.run(_main(argv[1]))
-    except Exception:
-        traceback.print_exc()
-        return 1
+    return cli(argv, _main)
 
 
 if __name__ == "__main__":
