@@ -51,7 +51,8 @@ async def run_all(scenarios: list[str], tmp_path: Path, spec_version: str) -> di
 def _verdicts(runs: dict[str, harness.Run]) -> tuple[list[str], str]:
     clean = [name for name, run in runs.items()
              if list(run.scenarios) == [name] and run.scenarios[name].passed and run.returncode == 0]
-    report = "\n".join(f"{name}: {run.report() or run.output[-2000:]}" for name, run in runs.items())
+    report = "\n".join(f"{name}: {run.report() or run.output[-2000:]}" + (
+        "" if name in clean else f" (exit {run.returncode}){run.output[-1500:]}") for name, run in runs.items())
     return clean, report
 
 
