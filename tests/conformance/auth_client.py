@@ -84,7 +84,9 @@ class FollowingBroker(LocalAuthorizationBroker):
 
 
 def gateway_config(url: str, context: dict[str, Any], identity: str = "service") -> str:
-    oauth: dict[str, Any] = {"identity": identity, "redirect_uri": REDIRECT_URI}
+    # A refused authorization (a rejection scenario) never completes: the connector stops waiting
+    # for it after 5 s, so start-up and the drive end well inside the suite's 30 s.
+    oauth: dict[str, Any] = {"identity": identity, "redirect_uri": REDIRECT_URI, "authorization_timeout_s": 5}
     if context.get("client_id"):
         client: dict[str, Any] = {"client_id": context["client_id"]}
         if context.get("private_key_pem"):
