@@ -4,7 +4,8 @@ driven by an SDK client; the broker completes authorizations as a person's brows
 
 Both requirement sets of the pinned 0.2.0-alpha.12 (``conformance-next``): the 14 ``auth/*``
 client scenarios of 2025-11-25 (run at the 2025-11-25 wire) and the 25 of 2026-07-28 (at its wire),
-plus the ``client-credentials-basic`` and ``client-credentials-jwt`` extensions. Every one must be
+plus the ``client-credentials-basic`` and ``client-credentials-jwt`` extensions; and the same 14
+2025-11-25 scenarios as the stable 0.1.16 runs them. Every one must be
 clean: no expected-failures list. A rejection scenario (``resource-mismatch``, ``iss-wrong-issuer``,
 ``metadata-issuer-mismatch`` ...) counts only beside its positive counterpart, which passes in the
 same run (a client that never authorised would pass the rejections alone).
@@ -34,7 +35,8 @@ def auth_scenarios(revision: str) -> list[str]:
     return sorted(n for n in harness.requirements(revision).client if n.startswith("auth/"))
 
 
-async def run_all(scenarios: list[str], tmp_path: Path, spec_version: str) -> dict[str, harness.Run]:
+async def run_all(scenarios: list[str], tmp_path: Path, spec_version: str | None,
+                  package: harness.Package = harness.NEXT) -> dict[str, harness.Run]:
     gate = asyncio.Semaphore(2)  # each run starts a gateway and two servers
 
     async def one(name: str) -> harness.Run:
@@ -43,7 +45,8 @@ async def run_all(scenarios: list[str], tmp_path: Path, spec_version: str) -> di
         # An extension is on no spec timeline: it runs without a version filter.
         version = None if name in EXTENSIONS else spec_version
         async with gate:
-            return await harness.run_client(AUTH_CLIENT, out, scenario=name, spec_version=version, timeout=150)
+            return await harness.run_client(AUTH_CLIENT, out, scenario=name, spec_version=version, timeout=150,
+                                            package=package)
 
     return dict(zip(scenarios, await asyncio.gather(*(one(n) for n in scenarios)), strict=True))
 
@@ -70,4 +73,15 @@ async def test_client_auth_requirement_set(revision: str, tmp_path: Path) -> Non
     for rejection, positive in POSITIVE.items():
         if rejection in runs:
             assert positive in clean, f"{rejection} counts only beside {positive}, which failed\n{report}"
+    assert sorted(clean) == sorted(scenarios), report
+
+
+@pytest.mark.timeout(900)
+async def test_client_auth_scenarios_of_the_stable_suite(tmp_path: Path) -> None:
+    """The same 14 2025-11-25 scenarios as 0.1.16 (``@modelcontextprotocol/conformance``) runs them."""
+    scenarios = auth_scenarios("2025-11-25")
+    runs = await run_all(scenarios, tmp_path, None, harness.STABLE)
+    clean, report = _verdicts(runs)
+    print(f"conformance {harness.STABLE.version} client auth scenarios of 2025-11-25 against the MCP connector: "
+          f"{len(clean)}/{len(scenarios)} clean\n{report}")
     assert sorted(clean) == sorted(scenarios), report
