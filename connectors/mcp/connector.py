@@ -94,6 +94,8 @@ log = logging.getLogger("connectors.mcp")
 _SHARED_CLIENT_CAPS: dict[str, Any] = {"sampling": {}, "elicitation": {"form": {}, "url": {}},
                                         "roots": {"listChanged": True}}
 _CLIENT_INFO: dict[str, Any] = {"name": "mcp-gateway", "version": "0.1.0"}
+# Per-principal upstream sessions kept open (identity user/exchange, per-principal credentials).
+_MAX_PRINCIPAL_SESSIONS = 1000
 
 
 class MCPConnector(Connector):
@@ -462,11 +464,15 @@ class MCPConnector(Connector):
         return session
 
     async def _principal_session(self, shared: UpstreamSession, ctx: CallContext) -> UpstreamSession:
-        """The session (legacy) or request channel (modern) carrying the caller's credential."""
+        """The session (legacy) or request channel (modern) carrying the caller's credential (at
+        most ``_MAX_PRINCIPAL_SESSIONS``: the least recently used one is closed past that)."""
+        self._identity.auth_for(ctx)  # refused here without a credential; the caller's JWT kept current
         key = self._identity.session_key(ctx)
-        session = self._clients.get(key)
-        if session is not None and session.alive:
-            return session
+        session = self._clients.pop(key, None)
+        if session is not None:
+            self._clients[key] = session  # most recently used last
+            if session.alive:
+                return session
         async with self._client_locks.setdefault(key, asyncio.Lock()):
             session = self._clients.get(key)
             if session is None or not session.alive:
@@ -477,6 +483,9 @@ class MCPConnector(Connector):
                 else:
                     session = await self._open_session(dict(ctx.session.client_capabilities or {}), ctx)
                 self._clients[key] = session
+                principals = [k for k in self._clients if k.startswith("principal:")]
+                for stale in principals[:max(0, len(principals) - _MAX_PRINCIPAL_SESSIONS)]:
+                    self._spawn(self._clients.pop(stale).close())
         return session
 
     def _deadline(self, ctx: CallContext | None) -> float | None:

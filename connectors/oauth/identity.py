@@ -49,6 +49,8 @@ class UpstreamIdentity:
         self.oauth = oauth
         self.credentials = credentials
         self.client: OAuthClient | None = None
+        # identity exchange: one auth per principal, whose subject token follows the caller's JWT
+        self._auths: dict[str, BearerAuth] = {}
         if oauth is not None and url is not None:
             self.client = OAuthClient(name, url, oauth, OAuthHTTP(policy), port)
 
@@ -89,7 +91,11 @@ class UpstreamIdentity:
             if ctx.principal.kind != "jwt" or scheme.lower() != "bearer" or not token:
                 raise UpstreamAuthError(f"upstream {self.name} exchanges the caller's JWT for its own token, and this "
                                         "call was not made with a JWT", {"connector": self.name})
-            return BearerAuth(self.client, principal, token.strip())
+            auth = self._auths.get(principal)
+            if auth is None:
+                auth = self._auths[principal] = BearerAuth(self.client, principal, token.strip())
+            auth.subject_token = token.strip()  # the caller's current JWT, for the next exchange
+            return auth
         return BearerAuth(self.client, principal)
 
     async def authorize(self, exc: AuthorizationRequired, ctx: CallContext | None) -> None:
