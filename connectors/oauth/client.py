@@ -94,6 +94,8 @@ class OAuthClient:
 
     async def discovery(self, challenge: Challenge | None = None, *, again: bool = False) -> Discovery:
         """The authorization server of the upstream (discovered once; ``again`` after a 401)."""
+        if self._discovery is not None and not again:
+            return self._discovery  # the per-request path: no lock
         started = time.monotonic()
         async with self._discovery_lock:
             if self._discovery is not None and (not again or self._discovered_at >= started):

@@ -13,7 +13,8 @@ scenario server's URL appended and ``MCP_CONFORMANCE_CONTEXT`` in the environmen
    authorization the way a person's browser would (:class:`FollowingBroker`): it opens the
    authorization URL without following redirects, reads the redirect to ``redirect_uri`` and
    hands its ``code``, ``state`` and ``iss`` to the broker's completion (which refuses a wrong or
-   missing ``iss`` as the gateway's callback does). URL-mode elicitations reaching the SDK client
+   missing ``iss`` as the gateway's callback does; a refused one wakes the waiting connector,
+   which then fails instead of waiting). URL-mode elicitations reaching the SDK client
    (``identity: user``) are completed the same way. The port's Client ID Metadata Document URL is
    the one the suite's CIMD scenario expects;
 3. starts the gateway in-process and drives the scenario through it with an SDK 2.x client
@@ -65,7 +66,7 @@ class FollowingBroker(LocalAuthorizationBroker):
 
     def __init__(self, store: MemoryTokenStore) -> None:
         super().__init__(store)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Grant | None]] = set()
 
     def begin(self, **kwargs: Any) -> str:
         url = super().begin(**kwargs)
@@ -75,18 +76,22 @@ class FollowingBroker(LocalAuthorizationBroker):
         return url
 
     async def authorise(self, url: str) -> Grant | None:
+        sent = parse_qs(urlsplit(url).query).get("state", [""])[0]
+        pending = self._pending.get(sent)
         try:
             code, state, iss = await follow(url)
             return await self.complete(state, code, iss)
         except Exception as exc:  # a refused redirect (wrong iss ...) is the scenario's business
             print(f"authorization not completed: {type(exc).__name__}: {exc}")
+            if pending is not None:  # the person is done: whoever waits learns now that no grant came
+                self._done[pending[0]].set()
             return None
 
 
 def gateway_config(url: str, context: dict[str, Any], identity: str = "service") -> str:
-    # A refused authorization (a rejection scenario) never completes: the connector stops waiting
-    # for it after 5 s, so start-up and the drive end well inside the suite's 30 s.
-    oauth: dict[str, Any] = {"identity": identity, "redirect_uri": REDIRECT_URI, "authorization_timeout_s": 5}
+    # A refused authorization (a rejection scenario) wakes the waiter at once (FollowingBroker);
+    # one that never answers is given up after 15 s, inside the suite's 30 s.
+    oauth: dict[str, Any] = {"identity": identity, "redirect_uri": REDIRECT_URI, "authorization_timeout_s": 15}
     if context.get("client_id"):
         client: dict[str, Any] = {"client_id": context["client_id"]}
         if context.get("private_key_pem"):
@@ -113,4 +118,9 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    code = main(sys.argv)
+    # Out at once: after a refused authorization the interpreter's shutdown was seen to linger
+    # past the suite's client timeout (no Python frame left running); everything is flushed here.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

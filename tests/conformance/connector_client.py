@@ -25,6 +25,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -149,11 +150,15 @@ async def drive(gateway_url: str, context: dict[str, Any]) -> list[str]:
 
 async def run_scenario(config: str, context: dict[str, Any]) -> int:
     """Start a gateway on ``config`` (its connector named ``scenario``) and drive it; 0 when done."""
+    began = time.monotonic()
     async with running_gateway(config) as gw:
         health = gw.connectors["scenario"].health()
-        print(f"scenario {os.environ.get('MCP_CONFORMANCE_SCENARIO')}: connector up={health.up} ({health.detail})")
+        print(f"scenario {os.environ.get('MCP_CONFORMANCE_SCENARIO')}: gateway up in {time.monotonic() - began:.1f}s, "
+              f"connector up={health.up} ({health.detail})")
         for note in await drive(gw.mcp_url, context):
             print(note)
+        print(f"drive done at {time.monotonic() - began:.1f}s")
+    print(f"gateway stopped at {time.monotonic() - began:.1f}s")
     return 0
 
 
