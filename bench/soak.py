@@ -35,7 +35,8 @@ PostgreSQL: ``--pg-url`` (default ``$TEST_PG_URL``, else ``postgresql://postgres
 must allow creating databases and roles; two scratch databases and a role are made per run and
 dropped at its end.
 
-``--phases audit,reload`` runs only those (in that order; the time is split among them);
+``--phases audit,reload`` runs only those (in that order; the time is split among them; a phase
+may be named twice: ``steady,audit,audit`` shows whether a second outage costs memory again);
 ``--log FILE`` keeps the gateway's log (level info: reloads, audit store lost and back).
 
 ``.venv/bin/python bench/soak.py --minutes 10`` is the full run (about 86 s per phase);

@@ -44,13 +44,13 @@ MEMORY_TOLERANCE = 0.05
 
 
 async def steady(r: Rig, seconds: float) -> Phase:
-    phase = Phase("steady")
+    phase = Phase(r.name_for("steady"))
     await r.load(phase, seconds)
     return phase
 
 
 async def resets(r: Rig, seconds: float) -> Phase:
-    phase = Phase("resets", "up")
+    phase = Phase(r.name_for("resets"), "up")
     assert r.resetter is not None
     first = r.resetter.resets
     running = asyncio.create_task(r.load(phase, seconds))
@@ -67,7 +67,7 @@ async def resets(r: Rig, seconds: float) -> Phase:
 
 
 async def kill(r: Rig, seconds: float) -> Phase:
-    phase = Phase("kill", "up")
+    phase = Phase(r.name_for("kill"), "up")
     running = asyncio.create_task(r.load(phase, seconds))
     await asyncio.sleep(seconds / 10)
     await r.kill_up()
@@ -80,7 +80,7 @@ async def kill(r: Rig, seconds: float) -> Phase:
 
 
 async def rest(r: Rig, seconds: float) -> Phase:
-    phase = Phase("rest", "rest")
+    phase = Phase(r.name_for("rest"), "rest")
     running = asyncio.create_task(r.load(phase, seconds))
     for mode in ("500", "hang"):
         r.rest.mode = mode
@@ -93,7 +93,7 @@ async def rest(r: Rig, seconds: float) -> Phase:
 
 
 async def sql(r: Rig, seconds: float) -> Phase:
-    phase = Phase("sql", "db")
+    phase = Phase(r.name_for("sql"), "db")
     running = asyncio.create_task(r.load(phase, seconds))
     killed, worst = 0, 0.0
     for _ in range(5):
@@ -108,7 +108,7 @@ async def sql(r: Rig, seconds: float) -> Phase:
 
 
 async def audit(r: Rig, seconds: float) -> Phase:
-    phase = Phase("audit")  # no connector is faulted: clients must not see the outage at all
+    phase = Phase(r.name_for("audit"))  # no connector is faulted: clients must not see the outage at all
     assert r.audit_proxy is not None
     outage = min(OUTAGE_MAX_S, seconds / 3)
     spilled0 = await r.metric("mcp_gateway_audit_events_spilled_total")
@@ -142,7 +142,7 @@ async def audit(r: Rig, seconds: float) -> Phase:
 
 
 async def reload(r: Rig, seconds: float) -> Phase:
-    phase = Phase("reload", "notes")
+    phase = Phase(r.name_for("reload"), "notes")
     seen = len(r.log_lines("config reloaded (file changed)"))
     running = asyncio.create_task(r.load(phase, seconds))
     worst = 0.0

@@ -205,6 +205,17 @@ class Rig:
         self.notes_version = 0
         self._config: dict[str, Any] = {}
         self._ids = 0
+        self._names: set[str] = set()
+
+    def name_for(self, phase: str) -> str:
+        """A phase's name, numbered from its second run on (``audit``, ``audit2``...): request ids
+        carry it, so each run's audit rows are counted apart."""
+        name, n = phase, 1
+        while name in self._names:
+            n += 1
+            name = f"{phase}{n}"
+        self._names.add(name)
+        return name
 
     @property
     def pid(self) -> int:
