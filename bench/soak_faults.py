@@ -10,7 +10,7 @@ applies its fault meanwhile:
 ``kill``    ``up``'s upstream is SIGKILLed and started again on the same port a fifth of the phase
             later; recovery: from the restarted upstream serving to ``up`` serving through the gateway.
 ``rest``    the REST backend answers 500 for a third of the phase, then hangs past the connector's
-            1 s timeout for a third, then recovers; recovery: from "recovered" to ``rest`` serving.
+            3 s timeout for a third, then recovers; recovery: from "recovered" to ``rest`` serving.
 ``sql``     every PostgreSQL backend of the SQL connector's role is terminated
             (``pg_terminate_backend``), 5 times over the phase; recovery: the worst time from a kill
             to ``db`` serving again (the pool reconnects by itself).
@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from soak_rig import CONNECTORS, Phase, Rig, rig, rss_kib
@@ -41,6 +41,19 @@ __all__ = ["PHASES", "faults", "faults_report"]
 
 OUTAGE_MAX_S = 20.0
 MEMORY_TOLERANCE = 0.05
+
+
+@contextlib.asynccontextmanager
+async def under_load(r: Rig, phase: Phase, seconds: float) -> AsyncIterator[None]:
+    """The mixed load runs for ``seconds`` from the block's start (the block applies the fault);
+    leaving the block waits for the load to end."""
+    running = asyncio.create_task(r.load(phase, seconds))
+    try:
+        yield
+    except BaseException:
+        running.cancel()
+        raise
+    await running
 
 
 async def steady(r: Rig, seconds: float) -> Phase:
@@ -53,13 +66,12 @@ async def resets(r: Rig, seconds: float) -> Phase:
     phase = Phase(r.name_for("resets"), "up")
     assert r.resetter is not None
     first = r.resetter.resets
-    running = asyncio.create_task(r.load(phase, seconds))
-    for n in range(1, 6):
-        await asyncio.sleep(seconds / 6)
-        r.resetter.arm()
-        with contextlib.suppress(TimeoutError):
-            await r.resetter.wait_resets(first + n, timeout=seconds)
-    await running
+    async with under_load(r, phase, seconds):
+        for n in range(1, 6):
+            await asyncio.sleep(seconds / 6)
+            r.resetter.arm()
+            with contextlib.suppress(TimeoutError):
+                await r.resetter.wait_resets(first + n, timeout=seconds)
     done = r.resetter.resets - first
     phase.notes.append(f"{done} requests on used connections reset")
     phase.check("5 resets, at most one failed call each", done == 5 and phase.errors_of("up") <= done)
@@ -68,41 +80,41 @@ async def resets(r: Rig, seconds: float) -> Phase:
 
 async def kill(r: Rig, seconds: float) -> Phase:
     phase = Phase(r.name_for("kill"), "up")
-    running = asyncio.create_task(r.load(phase, seconds))
-    await asyncio.sleep(seconds / 10)
-    await r.kill_up()
-    await asyncio.sleep(seconds / 5)
-    await r.start_up()  # returns once the new upstream answers HTTP
-    phase.recovered_s = await r.until_serves("up", phase, timeout=seconds)
-    await running
+    async with under_load(r, phase, seconds):
+        await asyncio.sleep(seconds / 10)
+        await r.kill_up()
+        await asyncio.sleep(seconds / 5)
+        await r.start_up()  # returns once the new upstream answers HTTP
+        phase.recovered_s = await r.until_serves("up", phase, timeout=seconds)
     phase.notes.append(f"upstream SIGKILLed, restarted {seconds / 5:.0f}s later")
     return phase
 
 
 async def rest(r: Rig, seconds: float) -> Phase:
     phase = Phase(r.name_for("rest"), "rest")
-    running = asyncio.create_task(r.load(phase, seconds))
-    for mode in ("500", "hang"):
-        r.rest.mode = mode
-        await asyncio.sleep(seconds / 3)
-    r.rest.mode = "ok"
-    phase.recovered_s = await r.until_serves("rest", phase, timeout=seconds)
-    await running
+    async with under_load(r, phase, seconds):
+        for mode in ("500", "hang"):
+            r.rest.mode = mode
+            await asyncio.sleep(seconds / 3)
+        r.rest.mode = "ok"
+        phase.recovered_s = await r.until_serves("rest", phase, timeout=seconds)
     phase.notes.append(f"REST backend: 500s for {seconds / 3:.0f}s, then hangs for {seconds / 3:.0f}s")
     return phase
 
 
 async def sql(r: Rig, seconds: float) -> Phase:
     phase = Phase(r.name_for("sql"), "db")
-    running = asyncio.create_task(r.load(phase, seconds))
     killed, worst = 0, 0.0
-    for _ in range(5):
-        await asyncio.sleep(seconds / 6)
-        killed += await r.kill_sql_backends()
-        worst = max(worst, await r.until_serves("db", phase, timeout=seconds))
-    await running
+    kills: list[str] = []
+    async with under_load(r, phase, seconds):
+        for _ in range(5):
+            await asyncio.sleep(seconds / 6)
+            killed += await r.kill_sql_backends()
+            kills.append(f"{phase.at():.1f}")
+            worst = max(worst, await r.until_serves("db", phase, timeout=seconds))
     phase.recovered_s = worst
-    phase.notes.append(f"5 rounds of pg_terminate_backend: {killed} backends of the connector's role killed")
+    phase.notes.append(f"5 rounds of pg_terminate_backend (at {', '.join(kills)}s): {killed} backends of the "
+                       "connector's role killed")
     phase.check("backends were killed and db served after each round", killed >= 5)
     return phase
 
@@ -113,23 +125,22 @@ async def audit(r: Rig, seconds: float) -> Phase:
     outage = min(OUTAGE_MAX_S, seconds / 3)
     spilled0 = await r.metric("mcp_gateway_audit_events_spilled_total")
     replayed0 = await r.metric("mcp_gateway_audit_events_written_total", sink="spill_replay")
-    running = asyncio.create_task(r.load(phase, seconds))
-    await asyncio.sleep(seconds / 6)
-    before = rss_kib(r.pid)
-    await r.audit_proxy.cut()
-    await asyncio.sleep(outage)
-    down = rss_kib(r.pid)
-    await r.audit_proxy.restore()
-    back = time.perf_counter()
     spilled = replayed = 0.0
-    async with asyncio.timeout(max(120.0, seconds)):  # the writer retries every second by itself
-        while not (spilled and replayed >= spilled and await r.audit_up()):
-            await asyncio.sleep(0.2)
-            spilled = await r.metric("mcp_gateway_audit_events_spilled_total") - spilled0
-            replayed = await r.metric("mcp_gateway_audit_events_written_total", sink="spill_replay") - replayed0
-    phase.recovered_s = time.perf_counter() - back
-    replayed_rss = rss_kib(r.pid)
-    await running
+    async with under_load(r, phase, seconds):
+        await asyncio.sleep(seconds / 6)
+        before = rss_kib(r.pid)
+        await r.audit_proxy.cut()
+        await asyncio.sleep(outage)
+        down = rss_kib(r.pid)
+        await r.audit_proxy.restore()
+        back = time.perf_counter()
+        async with asyncio.timeout(max(120.0, seconds)):  # the writer retries every second by itself
+            while not (spilled and replayed >= spilled and await r.audit_up()):
+                await asyncio.sleep(0.2)
+                spilled = await r.metric("mcp_gateway_audit_events_spilled_total") - spilled0
+                replayed = await r.metric("mcp_gateway_audit_events_written_total", sink="spill_replay") - replayed0
+        phase.recovered_s = time.perf_counter() - back
+        replayed_rss = rss_kib(r.pid)
     after = rss_kib(r.pid)
     growth = (after - before) / before
     phase.notes.append(f"store unreachable {outage:.0f}s: {spilled:,.0f} events spilled, {replayed:,.0f} replayed")
@@ -144,17 +155,19 @@ async def audit(r: Rig, seconds: float) -> Phase:
 async def reload(r: Rig, seconds: float) -> Phase:
     phase = Phase(r.name_for("reload"), "notes")
     seen = len(r.log_lines("config reloaded (file changed)"))
-    running = asyncio.create_task(r.load(phase, seconds))
     worst = 0.0
-    for n in range(1, 5):
-        await asyncio.sleep(seconds / 5)
-        r.write_config(f"# Runbook v{n}")
-        worst = max(worst, await r.until_serves("notes", phase, timeout=seconds, expect=f"Runbook v{n}"))
-    await running
+    written: list[str] = []
+    async with under_load(r, phase, seconds):
+        for n in range(1, 5):
+            await asyncio.sleep(seconds / 5)
+            r.write_config(f"# Runbook v{n}")
+            written.append(f"{phase.at():.1f}")
+            worst = max(worst, await r.until_serves("notes", phase, timeout=seconds, expect=f"Runbook v{n}"))
     phase.recovered_s = worst
     lines = r.log_lines("config reloaded (file changed)")[seen:]
     alone = [line for line in lines if "started ['notes'], stopped ['notes']" in line]
-    phase.notes.append(f"4 config changes to notes: {len(lines)} reloads, {len(alone)} restarted notes alone")
+    phase.notes.append(f"4 config changes to notes (at {', '.join(written)}s): {len(lines)} reloads, "
+                       f"{len(alone)} restarted notes alone")
     phase.check("4 reloads, each restarting notes alone", len(lines) == len(alone) == 4)
     return phase
 
@@ -201,8 +214,10 @@ def faults_report(phases: list[Phase]) -> tuple[str, bool]:
         p.check(f"no errors on {'any connector' if p.faulted is None else 'connectors but ' + p.faulted}",
                 not elsewhere)
         p.check("audit rows = answered requests", p.audit_rows == p.answered)
-        kinds = "; ".join(f"{c} {k!r} x{n}" for (c, k), n in sorted(p.errors.items()))
-        lines.append(f"{p.name}: " + " | ".join(p.notes or ["no fault"]))
+        kinds = "; ".join(f"{c} {k!r} x{n} ({p.seen[(c, k)][0]:.1f}-{p.seen[(c, k)][1]:.1f}s)"
+                          for (c, k), n in sorted(p.errors.items()))
+        took, where, when = p.slowest
+        lines.append(f"{p.name}: " + " | ".join([*p.notes, f"slowest request {took:.2f}s ({where}, sent at {when:.1f}s)"]))
         if kinds:
             lines.append(f"  errors by kind: {kinds}")
         for label, held in p.checks:

@@ -10,7 +10,7 @@ What :func:`rig` starts (all on loopback, ephemeral ports; PostgreSQL is the sha
 * ``other``: a second SDK upstream, reached directly;
 * ``notes``: a static resource whose text the hot-reload phase rewrites;
 * ``rest``: an OpenAPI connector whose backend (:class:`RestBackend`) runs in this process and
-  answers ok, 500 or hangs on demand;
+  answers ok, 500 or hangs (30 s, past the connector's 3 s timeout) on demand;
 * ``db``: the SQL connector on a PostgreSQL scratch database, as a LOGIN role of its own
   (not a superuser: the bench kills its backends by role name);
 * the audit store: PostgreSQL (another scratch database) reached through :class:`CuttableProxy`,
@@ -93,14 +93,23 @@ class Phase:
     requests: int = 0
     answered: int = 0  # requests that got a JSON-RPC answer (a result or an error)
     errors: dict[tuple[str, str], int] = field(default_factory=dict)  # (connector, kind) -> count
+    seen: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # first, last (s into the phase)
+    started: float = field(default_factory=time.perf_counter)
+    slowest: tuple[float, str, float] = (0.0, "", 0.0)  # latency (s), connector, when (s into the phase)
     recovered_s: float | None = None
     samples: list[tuple[int, int]] = field(default_factory=list)  # (RSS KiB, open fds), ~1/s
     audit_rows: int = 0
     notes: list[str] = field(default_factory=list)  # what the fault did, for the report
     checks: list[tuple[str, bool]] = field(default_factory=list)  # the phase's own targets
 
+    def at(self) -> float:
+        """Seconds since the phase started."""
+        return time.perf_counter() - self.started
+
     def failed(self, connector: str, kind: str) -> None:
-        self.errors[(connector, kind)] = self.errors.get((connector, kind), 0) + 1
+        key = (connector, kind)
+        self.errors[key] = self.errors.get(key, 0) + 1
+        self.seen[key] = (self.seen.get(key, (self.at(), 0.0))[0], self.at())
 
     def errors_of(self, connector: str) -> int:
         return sum(n for (c, _k), n in self.errors.items() if c == connector)
@@ -282,8 +291,11 @@ class Rig:
                 {"name": "other", "url": f"http://127.0.0.1:{other_port}/mcp", **mcp},
                 {"name": "notes", "type": "static",
                  "resources": [{"uri": "notes://runbook", "name": "runbook", "text": "# Runbook v0"}]},
+                # 3 s: above the stalls of a loaded shared machine (requests of 1.1 s seen in the
+                # steady phase at load 12 on 2 cores; with 1 s such a stall failed REST calls in
+                # phases that do not fault it), below the backend's 30 s hang.
                 {"name": "rest", "type": "openapi", "spec": str(self.folder / "soak.json"), "base_url": self.rest.url,
-                 "timeout_s": 1, "retries": 0},
+                 "timeout_s": 3, "retries": 0},
                 {"name": "db", "type": "sql", "url": sql_url, "connect_timeout_s": 2,
                  "queries": [{"name": "count", "description": "how many notes", "sql": "SELECT count(*) AS n FROM notes"}]},
             ]}
@@ -298,6 +310,7 @@ class Rig:
         message = {"jsonrpc": "2.0", "id": f"{phase.name}.{self._ids}", "method": method, "params": params}
         phase.requests += 1
         kind: str | None = None
+        sent = time.perf_counter()
         try:
             msg = await caller._post(message)
         except (TimeoutError, RuntimeError, aiohttp.ClientError) as exc:
@@ -313,13 +326,17 @@ class Rig:
                 kind = f"isError {str(content[0].get('text', ''))[:50]}"
             elif expect is not None and expect not in json.dumps(msg):
                 kind = f"not yet {expect}"
+        took = time.perf_counter() - sent
+        if took > phase.slowest[0]:
+            phase.slowest = (took, connector, phase.at() - took)
         if kind is not None and count_errors:
             phase.failed(connector, kind)
         return kind is None
 
     async def load(self, phase: Phase, seconds: float) -> None:
         """Every caller cycles :data:`MIX` for ``seconds``; RSS and open fds sampled every second."""
-        until = time.perf_counter() + seconds
+        phase.started = time.perf_counter()  # error times are reported from here
+        until = phase.started + seconds
 
         async def loop(i: int, caller: Caller) -> None:
             step = i
