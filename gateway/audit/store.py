@@ -99,7 +99,8 @@ class AuditStore:
     def __init__(self, url: str, base_dir: str | Path = ".") -> None:
         self.url = normalize_url(url, base_dir)
         self.dialect = make_url(self.url).get_backend_name()
-        kwargs: dict[str, Any] = {"pool_pre_ping": True}
+        # hide_parameters: a driver error's message never carries the rows (event contents).
+        kwargs: dict[str, Any] = {"pool_pre_ping": True, "hide_parameters": True}
         if self.dialect == "postgresql":
             # A short connect timeout lets the writer notice a dead store quickly and spill.
             kwargs["connect_args"] = {"timeout": 5, "command_timeout": 30}

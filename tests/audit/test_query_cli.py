@@ -12,7 +12,7 @@ import pytest
 
 from gateway.audit.query_cli import main, parse_when
 from gateway.audit.store import AuditStore
-from tests.audit.test_writer import _event
+from tests.audit.sample import sample_event as _event
 
 REPO = Path(__file__).resolve().parents[2]
 

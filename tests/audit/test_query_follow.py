@@ -19,7 +19,7 @@ import pytest
 
 from gateway.audit.store import AuditStore
 from tests.audit.pgdb import scratch_database
-from tests.audit.test_writer import _event
+from tests.audit.sample import sample_event as _event
 from tests.filters.mcp_http import McpHttp
 from tests.support import running_gateway
 

@@ -6,34 +6,20 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
-from gateway.audit.events import REDACTED, Redactor, capture
+from gateway.audit.events import REDACTED, Redactor
 from gateway.audit.store import AuditStore
 from gateway.audit.writer import AuditWriter
 from gateway.config import AuditConfig
-from gateway.context import CallContext, Principal
 from tests.audit.pgdb import scratch_database
-
-
-def _ctx(i: int, arguments: dict[str, Any] | None = None, principal: str = "alice") -> CallContext:
-    session = SimpleNamespace(id="sess-1", transport="streamable_http",
-                              client_info={"name": "claude", "version": "9.9"})
-    ctx = CallContext(session=session, method="tools/call", request_id=i, params={},  # type: ignore[arg-type]
-                      principal=Principal(principal), target=f"shop_tool{i % 3}",
-                      arguments=arguments or {"n": i},
-                      traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
-    ctx.record.connector, ctx.record.backend_target, ctx.record.backend_status = "shop", f"tool{i % 3}", 200
-    return ctx
-
-
-def _event(i: int, **kw: Any) -> dict[str, Any]:
-    return capture(_ctx(i, **kw), "ok", None, None, 1.5)
+from tests.audit.sample import sample_event as _event
 
 
 def _config(tmp_path: Path, store: str, **kw: Any) -> AuditConfig:
@@ -202,3 +188,49 @@ async def test_spill_replay_is_streamed_in_batches_not_loaded_whole(tmp_path: Pa
         await writer.stop()
     # One batch is 2 % of the file; allow generous room for the driver's own buffers.
     assert replay_peak - base < whole_peak / 4, (replay_peak - base, whole_peak)
+
+
+async def test_a_replay_hands_the_freed_heap_back_once(tmp_path: Path) -> None:
+    """After a replay that moved events the writer calls glibc's ``malloc_trim`` once (the pages
+    the replay freed go back to the OS; issue 19 point 4); a retry with nothing to replay does not."""
+    from gateway.audit.events import finalize
+
+    writer = AuditWriter(_config(tmp_path, f"sqlite:///{tmp_path / 'a.db'}", batch_size=50))
+    await writer.start()
+    try:
+        assert writer.trims == 0  # nothing was spilled before the start
+        writer._spill([finalize(_event(i), writer.redactor) for i in range(120)])
+        await writer._replay()
+        assert writer.replayed == 120 and writer.trims == 1  # three batches, one trim
+        await writer._replay()
+        assert writer.trims == 1
+    finally:
+        await writer.stop()
+
+
+async def test_a_store_error_is_logged_without_the_statement_or_the_rows(tmp_path: Path,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """A failed insert is logged as the driver's reason, on one short line: not SQLAlchemy's
+    message with the batch's INSERT and its rows (principals, session ids, arguments)."""
+    from gateway.audit.events import finalize
+
+    writer = AuditWriter(_config(tmp_path, f"sqlite:///{tmp_path / 'a.db'}"))
+    await writer.start()
+    assert writer.store is not None
+    try:
+        async with writer.store.engine.begin() as conn:  # the store breaks under the writer
+            await conn.execute(sa.text("DROP TABLE gw_audit_events"))
+        private = _event(7, arguments={"note": "private-words"})
+        with pytest.raises(sa.exc.OperationalError) as info:
+            await writer.store.write([finalize(private, writer.redactor)])
+        assert "INSERT" in str(info.value) and "private-words" not in str(info.value)  # hide_parameters
+        with caplog.at_level(logging.ERROR, logger="gateway.audit"):
+            writer.submit(private)
+            await asyncio.wait_for(writer.flush(), 10)
+        assert writer.spilled == 1 and not writer.store_up
+        [line] = [r.getMessage() for r in caplog.records if "audit store unavailable" in r.getMessage()]
+        assert "OperationalError: no such table: gw_audit_events" in line and len(line) < 500, line
+        for leaked in ("INSERT", "private-words", "sess-1", "alice", "\n"):
+            assert leaked not in line, (leaked, line)
+    finally:
+        await writer.stop()
