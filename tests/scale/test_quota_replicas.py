@@ -96,5 +96,5 @@ async def test_a_place_is_freed_when_its_session_record_expires() -> None:
         assert (await _init(http, gws[0].mcp_url))[0] == 200
         assert (await _init(http, gws[1].mcp_url))[0] == 503
         async with asyncio.timeout(10):  # the record's TTL is one second: the place follows it
-            while (await _init(http, gws[1].mcp_url))[0] != 200:
-                await asyncio.sleep(0.2)  # noqa: ASYNC110 - the expiry happens in Redis: no event to wait on
+            while (await _init(http, gws[1].mcp_url))[0] != 200:  # noqa: ASYNC110 - expiry in Redis: no event
+                await asyncio.sleep(0.2)
