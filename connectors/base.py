@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Protocol
 
 from connectors.config import ConnectorConfig
 from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
+from connectors.oauth.port import LOCAL_OAUTH, OAuthPort
 from gateway.context import CallContext
 from gateway.protocol.errors import InvalidParams, ResourceNotFound
 
@@ -128,6 +129,9 @@ class Connector(abc.ABC):
     :mod:`connectors.registry`) and implement :meth:`start`."""
 
     kind: ClassVar[str]
+    # Where the connector's OAuth grants live and how a person authorises (connectors.oauth.port):
+    # the gateway sets it before start on a connector with an ``oauth:`` block.
+    oauth_port: OAuthPort = LOCAL_OAUTH
 
     def __init__(self, config: ConnectorConfig, base_dir: Path = Path(".")) -> None:
         """``base_dir`` is the config file's folder: relative paths in ``config`` resolve there."""

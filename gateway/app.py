@@ -31,11 +31,12 @@ from aiohttp import web
 from connectors.base import Connector, Health
 from connectors.registry import connector_class
 from gateway.auth import Authenticator
-from gateway.catalog import Catalog
+from gateway.catalog import LIST_CHANGED, Catalog
 from gateway.checks import policy_problems
 from gateway.config import AuthConfig, GatewayConfig, ServerRequestLimits, locate
 from gateway.context import CallContext, LocalHandler, Principal
 from gateway.dispatch import MODERN_CATALOG_METHODS, CacheHints, Dispatcher
+from gateway.endpoints.host import EndpointHost, Endpoints
 from gateway.filters import Filter
 from gateway.filters.audit import AuditFilter
 from gateway.filters.chain import build_filters
@@ -43,6 +44,7 @@ from gateway.filters.ratelimit import RateLimitFilter
 from gateway.listeners import Listeners
 from gateway.mrtr import ParkedCalls
 from gateway.mrtr_remote import ParkedElsewhere
+from gateway.oauth.service import OAuthService
 from gateway.protocol.cursors import CursorCodec
 from gateway.protocol.errors import ConfigError, InvalidParams, ProtocolError
 from gateway.protocol.request_state import RequestStateCodec
@@ -63,12 +65,6 @@ __all__ = ["Gateway", "build_filters", "Identity"]
 
 log = logging.getLogger("gateway.app")
 
-_LIST_CHANGED = {
-    "tools": "notifications/tools/list_changed",
-    "prompts": "notifications/prompts/list_changed",
-    "resources": "notifications/resources/list_changed",
-    "resourceTemplates": "notifications/resources/list_changed",
-}
 _POLICY_SECTIONS = ("auth", "access", "rate_limits", "audit", "telemetry")
 _PROBE_EVERY_S = 5.0  # how fresh /readyz keeps the rate-limit backend's state without traffic
 
@@ -130,8 +126,11 @@ class Gateway:
         self._parked_elsewhere = ParkedElsewhere(self.bus, self) if self.state.shared else None
         if self.state.shared:  # subscriptions held for sessions are taken over when their replica goes
             self.subscriptions.share(self.state, self.bus, self.sessions.get)
+        # Upstream OAuth (gateway/oauth): token store, broker and routes, opened once a connector needs them.
+        self.oauth = OAuthService(lambda: self.config, self.state, self.bus)
         self.filters: list[Filter] = []
         self.dispatcher = self._dispatcher([])
+        self.endpoints = Endpoints(self, self.catalog)  # virtual servers at /mcp/{name} (gateway.endpoints)
         # Anonymous until start(): the configured keys load with the filter chain.
         self.authenticator = Authenticator(AuthConfig(), name=config.gateway.name)
         self.ready = False
@@ -175,6 +174,7 @@ class Gateway:
             return
         self.spawn(self._probe_backends())
         self.subscriptions.start()  # with replicas: the takeover sweep (a no-op otherwise)
+        self.endpoints.warm(self.spawn)  # search endpoints index their tools in the background
         self.started_at = self.config_loaded_at = time.time()
         self.ready = True
         log.info("gateway %s ready: %s", self.config.gateway.name,
@@ -187,6 +187,7 @@ class Gateway:
             if only is not None and cfg.name not in only:
                 continue
             created[cfg.name] = connector_class(cfg.type)(cfg, base_dir=Path(config.base_dir))
+        await self.oauth.attach(config, created.values())  # the OAuthPort; no or a wrong key: ConfigError
 
         async def start_one(connector: Connector) -> None:
             try:
@@ -213,7 +214,10 @@ class Gateway:
     def _install_catalog(self, strict: bool) -> set[str]:
         ordered = [(self.connectors[c.name], c.public_prefix) for c in self.config.connectors if c.name in self.connectors]
         self.catalog.set_connectors(ordered)
-        return self.catalog.rebuild(strict=strict)
+        changed = self.catalog.rebuild(strict=strict)
+        self.endpoints.configure(self.config.endpoints)
+        self.endpoints.rebuild(self.spawn)
+        return changed
 
     async def _install_filters(self, authenticator: Authenticator | None = None) -> None:
         """Build and start the filter chain for the current config; stop the one it replaces."""
@@ -369,6 +373,7 @@ class Gateway:
             task.cancel()
         await asyncio.gather(*list(self._background), return_exceptions=True)  # retired connectors stop
         await asyncio.gather(*(c.stop() for c in self.connectors.values()), return_exceptions=True)
+        await self.oauth.close()
         await self._stop_filters(self.filters)
         metrics.STATE.discard(self)
         if self._metrics_server is not None:
@@ -425,12 +430,15 @@ class Gateway:
         return self.catalog.capabilities()
 
     async def dispatch(self, session: Session, request_id: str | int, method: str, params: dict[str, Any],
-                       traceparent: str | None = None, local: LocalHandler | None = None) -> dict[str, Any]:
+                       traceparent: str | None = None, local: LocalHandler | None = None,
+                       via: Dispatcher | None = None) -> dict[str, Any]:
+        """``via``: an endpoint's dispatcher (gateway.endpoints), else the gateway's."""
+        dispatcher = via or self.dispatcher
         if not self.draining:
-            return await self.dispatcher.dispatch(session, request_id, method, params, traceparent, local)
+            return await dispatcher.dispatch(session, request_id, method, params, traceparent, local)
         self._drain_activity()  # a request while draining: the linger starts again, now and at its end
         try:
-            return await self.dispatcher.dispatch(session, request_id, method, params, traceparent, local)
+            return await dispatcher.dispatch(session, request_id, method, params, traceparent, local)
         finally:
             self._drain_activity()
 
@@ -462,12 +470,19 @@ class Gateway:
         task.add_done_callback(self._background.discard)
 
     def broadcast(self, method: str, params: dict[str, Any] | None = None) -> None:
+        if params is None:  # list_changed: to the sessions and listen streams of /mcp only
+            for delivery in self.list_changed_deliveries(method, self):
+                self.spawn(delivery)
+            return
         for session in list(self.sessions.values()):
             if session.state == "ready":
                 self.spawn(session.notify(method, params))
-        if params is None:  # list_changed: also to 2026-07-28 clients listening for it
-            for delivery in self.listeners.broadcast(method):
-                self.spawn(delivery)
+
+    def list_changed_deliveries(self, method: str, host: Gateway | EndpointHost) -> list[Coroutine[Any, Any, None]]:
+        """A list_changed to the ready sessions and the 2026-07-28 listen streams of ``host``
+        (the gateway: ``/mcp``; or one endpoint)."""
+        out = [s.notify(method) for s in list(self.sessions.values()) if s.state == "ready" and s.host is host]
+        return out + self.listeners.broadcast(method, host)
 
     def schedule_rebuild(self) -> None:
         """Coalesce change reports: one rebuild per loop iteration however many arrive."""
@@ -479,8 +494,9 @@ class Gateway:
         self._announce(self.catalog.rebuild(strict=False))
 
     def _announce(self, changed: set[str]) -> None:
-        for method in sorted({_LIST_CHANGED[k] for k in changed}):
+        for method in sorted({LIST_CHANGED[k] for k in changed}):
             self.broadcast(method)
+        self.endpoints.rebuild(self.spawn, changed)
 
     # -- 2026-07-28: what a modern request needs (StatelessHost, ModernHost) ----------------------
     @property

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from connectors.base import Connector
     from gateway.context import CallContext
 
-__all__ = ["Entry", "Snapshot", "Catalog", "LISTINGS", "template_matches"]
+__all__ = ["Entry", "Snapshot", "Catalog", "LISTINGS", "template_matches", "page_of", "LIST_CHANGED"]
 
 log = logging.getLogger("gateway.catalog")
 
@@ -72,6 +72,13 @@ class Snapshot:
         return cls(tuple(e.key for e in ordered), tuple(ordered), {e.key: e for e in ordered})
 
 
+# snapshot key → the notification announcing that its listing changed
+LIST_CHANGED = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+    "resourceTemplates": "notifications/resources/list_changed",
+}
 _EMPTY = Snapshot((), (), {})
 _TEMPLATE_VAR = re.compile(r"\{[^}]*\}")
 
@@ -102,6 +109,32 @@ def _ui_uri_namespaced(entry: Entry, aliases: dict[str, str]) -> Entry:
         return entry
     wire = {**entry.wire, "_meta": {**meta, "ui": {**ui, "resourceUri": public}}}
     return Entry(entry.key, entry.name, entry.connector, entry.local, wire)
+
+
+def page_of(snap: Snapshot, method: str, cursor: object, ctx: CallContext | None, page_size: int,
+            codec: CursorCodec, scope: str = "") -> dict[str, Any]:
+    """One page of ``snap`` for a listing ``method``, after the cursor's key, hiding what
+    ``ctx.visible`` refuses. ``scope`` binds cursors to one view (an endpoint's: ``@name``), so a
+    cursor of one view is refused by another (-32602)."""
+    result_key, kind = LISTINGS[method]
+    listing = method + scope
+    start = 0
+    if cursor is not None:
+        last = codec.decode(listing, cursor)
+        start = bisect.bisect_right(snap.keys, last)
+    visible: Callable[[str, str], bool] | None = ctx.visible if ctx is not None else None
+    items: list[dict[str, Any]] = []
+    i = start
+    n = len(snap.entries)
+    while i < n and len(items) < page_size:
+        entry = snap.entries[i]
+        if visible is None or visible(kind, entry.name):
+            items.append(entry.wire)
+        i += 1
+    result: dict[str, Any] = {result_key: items}
+    if i < n and items:
+        result["nextCursor"] = codec.encode(listing, snap.keys[i - 1])
+    return result
 
 
 # What a connector that goes down served, remembered by kind: (kind, snapshot key).
@@ -218,25 +251,7 @@ class Catalog:
 
     def list_page(self, method: str, cursor: object, ctx: CallContext | None = None) -> dict[str, Any]:
         """One page of a listing, after the cursor's key, hiding what ``ctx.visible`` refuses."""
-        result_key, kind = LISTINGS[method]
-        snap = self._snapshots[result_key]
-        start = 0
-        if cursor is not None:
-            last = self.codec.decode(method, cursor)
-            start = bisect.bisect_right(snap.keys, last)
-        visible: Callable[[str, str], bool] | None = ctx.visible if ctx is not None else None
-        items: list[dict[str, Any]] = []
-        i = start
-        n = len(snap.entries)
-        while i < n and len(items) < self.page_size:
-            entry = snap.entries[i]
-            if visible is None or visible(kind, entry.name):
-                items.append(entry.wire)
-            i += 1
-        result: dict[str, Any] = {result_key: items}
-        if i < n and items:
-            result["nextCursor"] = self.codec.encode(method, snap.keys[i - 1])
-        return result
+        return page_of(self._snapshots[LISTINGS[method][0]], method, cursor, ctx, self.page_size, self.codec)
 
     def _unavailable(self, kind: str, name: str) -> BackendUnavailable | None:
         connector = self._down.get((kind, name))

@@ -42,8 +42,10 @@ from connectors.sql.config import SQLConfig
 from connectors.static.config import StaticConfig
 from gateway.config import ConnectorConfig, GatewayConfig, PathKey
 from gateway.context import ANONYMOUS
+from gateway.oauth.service import probe_token_store, uses_oauth
 
-__all__ = ["Problem", "Probe", "problems", "policy_problems", "connector_problems", "deep_check"]
+__all__ = ["Problem", "Probe", "problems", "policy_problems", "connector_problems", "deep_check",
+           "endpoint_problems"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +66,22 @@ class Probe:
 
 
 def problems(config: GatewayConfig) -> list[Problem]:
-    return policy_problems(config) + connector_problems(config)
+    return policy_problems(config) + connector_problems(config) + endpoint_problems(config)
+
+
+def endpoint_problems(config: GatewayConfig) -> list[Problem]:
+    """What the ``endpoints:`` section gets wrong without the catalog: a rule naming a connector
+    that is not configured. (A rule matching nothing, a rename colliding or naming nothing served
+    need the live catalog: ``validate --deep`` and ``list --endpoint`` report them, from the
+    endpoint's :attr:`~gateway.endpoints.view.EndpointView.selection`.)"""
+    names = {c.name for c in config.connectors}
+    out: list[Problem] = []
+    for i, endpoint in enumerate(config.endpoints):
+        for j, rule in enumerate(endpoint.select):
+            if rule.connector is not None and rule.connector not in names:
+                out.append(Problem(("endpoints", i, "select", j, "connector"),
+                                   f"no connector is named {rule.connector!r}"))
+    return out
 
 
 def _resolve(base: Path, path: str) -> Path:
@@ -212,7 +229,14 @@ async def deep_check(config: GatewayConfig, timeout_s: float = 60.0) -> list[Pro
         probes.append(_probe_audit(config, timeout_s))
     if config.auth.jwt is not None:
         probes.append(_probe_jwks(config.auth.jwt.jwks_url, timeout_s))
+    if uses_oauth(config):
+        probes.append(_probe_oauth(config))
     return list(await asyncio.gather(*probes))
+
+
+async def _probe_oauth(config: GatewayConfig) -> Probe:
+    ok, detail = await probe_token_store(config)  # the key, a file sealed with another one, Redis
+    return Probe("oauth token store", ok, detail)
 
 
 def _counts(connector: Connector) -> str:

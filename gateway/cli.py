@@ -2,13 +2,15 @@
 
     mcp-gateway serve --config F [--host H] [--port P]   HTTP transports (Streamable HTTP, SSE)
                       [--workers N]                       N processes on one port (needs state.store: redis)
-    mcp-gateway stdio --config F                          one session on stdin/stdout
+    mcp-gateway stdio --config F [--endpoint NAME]        one session on stdin/stdout (of one endpoint)
     mcp-gateway validate F [--deep]                       exit 0, or the precise errors and exit 2;
                                                           --deep also starts every connector and
                                                           reaches every backend: exit 1 on a failure
-    mcp-gateway list F [--json]                           the catalog, as */list would send it; exit 1
-                                                          when a connector failed or is down
+    mcp-gateway list F [--json] [--endpoint NAME]         the catalog (or what one endpoint serves), as
+                                                          */list would send it; exit 1 when a connector
+                                                          failed or is down, 2 for an endpoint's problems
     mcp-gateway audit query --config F ...                the audit log (gateway.audit.query_cli)
+    mcp-gateway oauth list|revoke F ...                   upstream OAuth grants (gateway.oauth.cli)
     mcp-gateway --version
 
 ``serve`` handles SIGTERM (drain, then stop: readiness turns false at once) and SIGHUP (reload the
@@ -94,6 +96,7 @@ async def _serve(args: argparse.Namespace) -> int:
     runner = await start_server(app, lambda: gateway.config.gateway.http, host, port, access_log=access_log,
                                 shutdown_timeout=config.gateway.shutdown_grace_s, reuse_port=args.reuse_port)
     bound = runner.addresses[0][1] if runner.addresses else port
+    gateway.oauth.serving_at(f"http://{host}:{bound}")  # authorization links, unless oauth.public_url is set
     log.info("serving MCP on http://%s:%s/mcp (Streamable HTTP) and /sse (legacy SSE)", host, bound)
     print(f"mcp-gateway listening on http://{host}:{bound}/mcp", file=sys.stderr, flush=True)
 
@@ -138,26 +141,61 @@ async def _stdio(args: argparse.Namespace) -> int:
         config = config.model_copy(update={"audit": config.audit.model_copy(update={"jsonl": "stderr"})})
     _setup_tracing(config)
     gateway = Gateway(config)
+    principal = Principal(config.auth.stdio_principal, kind="stdio")
+    endpoint = _endpoint_config(config, args.endpoint, args.config)
+    if endpoint is not None and not endpoint.admits(principal.name, principal.groups):
+        print(f"{args.config}: auth.stdio_principal {principal.name!r} is not among the principals of endpoint "
+              f"{endpoint.name!r}", file=sys.stderr)
+        return 2
     await gateway.start()
     try:
-        await serve_stdio(gateway, Principal(config.auth.stdio_principal, kind="stdio"),
-                          config.gateway.shutdown_grace_s, modern=gateway)
+        host = gateway if endpoint is None else gateway.endpoints.get(endpoint.name)
+        assert host is not None
+        await serve_stdio(host, principal, config.gateway.shutdown_grace_s, modern=host)
     finally:
         await gateway.stop(grace_s=0)
     return 0
 
 
+def _endpoint_config(config: GatewayConfig, name: str | None, path: str) -> Any:
+    """The ``endpoints:`` entry named ``name`` (None for no name); exit 2 naming the choices."""
+    if name is None:
+        return None
+    for endpoint in config.endpoints:
+        if endpoint.name == name:
+            return endpoint
+    names = ", ".join(e.name for e in config.endpoints) or "none is configured"
+    print(f"{path}: no endpoint is named {name!r} ({names})", file=sys.stderr)
+    raise SystemExit(2)
+
+
 async def _list(args: argparse.Namespace) -> int:
     from gateway.app import Gateway
 
-    config = _load(args.file)
+    lines: dict[PathKey, int] = {}
+    config = _load(args.file, lines)
+    endpoint = _endpoint_config(config, args.endpoint, args.file)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     gateway = Gateway(config)
     await gateway.start(serving=False)
+    problems = 0
     try:
+        view = gateway.catalog
+        if endpoint is not None:
+            host = gateway.endpoints.get(endpoint.name)
+            assert host is not None
+            view = host.view
+            index = config.endpoints.index(endpoint)
+            for problem in host.view.selection.problems:  # what validate cannot see without the catalog
+                where, line = locate(("endpoints", index, *problem.path), lines)
+                print(f"{args.file}: {where}{f' (line {line})' if line else ''}: {problem.message}", file=sys.stderr)
+                problems += 1
         listing: dict[str, list[dict[str, Any]]] = {}
         for key in ("tools", "resources", "resourceTemplates", "prompts"):
-            listing[key] = [e.wire for e in gateway.catalog.snapshot(key).entries]
+            listing[key] = [e.wire for e in view.snapshot(key).entries]
+        if endpoint is not None and endpoint.discovery == "search":
+            print(f"endpoint {endpoint.name} (discovery: search) lists find_tools and call_tool; they find "
+                  "and call these:", file=sys.stderr)
         if args.json:
             print(json.dumps(listing, indent=2, ensure_ascii=False))
         else:
@@ -176,7 +214,28 @@ async def _list(args: argparse.Namespace) -> int:
             print(f"connector {name} is down: {health.detail}", file=sys.stderr)
     finally:
         await gateway.stop(grace_s=0)
-    return 1 if gateway.failed or down else 0
+    return 2 if problems else 1 if gateway.failed or down else 0
+
+
+async def _selection_problems(config: GatewayConfig) -> list[Any]:
+    """``validate --deep``: every endpoint's selection over the live catalog (connectors started
+    as ``list`` starts them): rules matching nothing, renames that collide or name nothing served."""
+    if not config.endpoints:
+        return []
+    from gateway.app import Gateway
+    from gateway.checks import Problem
+
+    gateway = Gateway(config)
+    await gateway.start(serving=False)
+    try:
+        out: list[Problem] = []
+        for i, endpoint in enumerate(config.endpoints):
+            host = gateway.endpoints.get(endpoint.name)
+            for problem in host.view.selection.problems if host is not None else ():
+                out.append(Problem(("endpoints", i, *problem.path), problem.message))
+        return out
+    finally:
+        await gateway.stop(grace_s=0)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -199,6 +258,12 @@ def _validate(args: argparse.Namespace) -> int:
         if failed:
             print(f"{args.file}: {failed} of {len(probes)} checks failed", file=sys.stderr)
             return 1
+        selection = _run_value(_selection_problems(config))
+        for problem in selection:
+            path, line = locate(problem.path, lines)
+            print(f"{args.file}: {path}{f' (line {line})' if line else ''}: {problem.message}", file=sys.stderr)
+        if selection:
+            return 2
     print(f"{args.file}: OK")
     return 0
 
@@ -219,6 +284,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="check the config file for changes this often and hot-reload it (0: off)")
     stdio = sub.add_parser("stdio", help="serve one session over stdin/stdout")
     stdio.add_argument("--config", required=True)
+    stdio.add_argument("--endpoint", metavar="NAME", help="serve one endpoint (endpoints:) instead of everything")
     validate = sub.add_parser("validate", help="validate a config file")
     validate.add_argument("file")
     validate.add_argument("--deep", action="store_true",
@@ -226,7 +292,9 @@ def _parser() -> argparse.ArgumentParser:
     listing = sub.add_parser("list", help="print the catalog of a config")
     listing.add_argument("file")
     listing.add_argument("--json", action="store_true")
+    listing.add_argument("--endpoint", metavar="NAME", help="what one endpoint (endpoints:) serves")
     sub.add_parser("audit", help="query the audit log (mcp-gateway audit query --help)", add_help=False)
+    sub.add_parser("oauth", help="upstream OAuth grants: list, revoke (mcp-gateway oauth --help)", add_help=False)
     return parser
 
 
@@ -253,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
         from gateway.audit import query_cli
 
         return query_cli.main(argv[1:])
+    if argv[:1] == ["oauth"]:
+        from gateway.oauth import cli as oauth_cli
+
+        return oauth_cli.main(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "validate":
         return _validate(args)

@@ -29,6 +29,8 @@ from sqlalchemy.engine import make_url
 
 from connectors.config import ConnectorConfig, EgressConfig, Model
 from connectors.registry import KINDS, config_model
+from gateway.endpoints.config import EndpointList
+from gateway.oauth.config import GatewayOAuthConfig, identity_problems
 from gateway.protocol.errors import ConfigError
 
 __all__ = [
@@ -343,9 +345,13 @@ class GatewayConfig(Model):
     telemetry: TelemetryConfig = TelemetryConfig()
     state: StateConfig = StateConfig()
     status: StatusConfig = StatusConfig()
+    # Curated virtual servers at /mcp/{name} (gateway.endpoints.config)
+    endpoints: EndpointList = ()
     # The default `egress:` of every connector kind that has one (openapi; mcp over HTTP): a
     # connector's own block replaces the keys it sets and inherits the others.
     egress: EgressConfig = EgressConfig()
+    # Upstream OAuth, the gateway's side (gateway/oauth/config.py): token store, routes, client metadata.
+    oauth: GatewayOAuthConfig = GatewayOAuthConfig()
     # Where the file was read from; relative paths in connector configs resolve against it.
     base_dir: str = "."
 
@@ -516,6 +522,7 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
         config = GatewayConfig.model_validate({**rest, "base_dir": str(base_dir)})
     except ValidationError as exc:
         errors.extend(_errors_from(exc, (), lines))
+    errors.extend(ConfigError(m, _format_path(p), _line_for(p, lines)) for p, m in identity_problems(raw))
     _raise(errors)
     return config.model_copy(update={"connectors": tuple(connectors)})
 

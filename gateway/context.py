@@ -111,6 +111,8 @@ class CallContext:
     # Set by dispatch for session methods: served by the session instead of the catalog.
     local: LocalHandler | None = None
     record: CallRecord = field(default_factory=CallRecord)
+    # The endpoint (virtual server, gateway.endpoints) the request came to; "" for /mcp.
+    endpoint: str = ""
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline, or None for no deadline."""

@@ -271,6 +271,10 @@ class Dispatcher:
         self.cache = cache or CacheHints()
         self.filters = tuple(filters)
         self.handler: Handler = compose(self.filters, self._endpoint)
+        # An endpoint's dispatcher (gateway.endpoints): its name, for telemetry and audit, and the
+        # hook that rewrites its names to the catalog's before the context is built.
+        self.endpoint = ""
+        self.translate: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
 
     def _timeout(self, method: str, target: str) -> float | None:
         if method in _UNBOUNDED:
@@ -298,6 +302,8 @@ class Dispatcher:
             rejection = MethodNotFound(f"Method not found: {method}")
         else:
             try:
+                if self.translate is not None:
+                    params = self.translate(method, params)
                 target, arguments = parse_target(method, params)
             except ProtocolError as exc:
                 rejection = exc
@@ -324,6 +330,7 @@ class Dispatcher:
             caller_authorization=session.caller_authorization,
             rejection=rejection,
             local=local if rejection is None else None,
+            endpoint=self.endpoint,
         )
         result = await self.handler(ctx)
         return revision(session.protocol_version or LATEST_LEGACY_VERSION).shape_result(

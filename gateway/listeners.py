@@ -82,9 +82,11 @@ class Listeners:
     def __len__(self) -> int:
         return len(self._open)
 
-    def broadcast(self, method: str) -> list[Any]:
-        """The coroutines that deliver a list_changed notification to the listeners that want it."""
-        return [listener.notify(method) for listener in self._open if method in listener.methods]
+    def broadcast(self, method: str, host: object = None) -> list[Any]:
+        """The coroutines that deliver a list_changed notification to the listeners that want it
+        (with ``host``: only those whose request came to that host, an endpoint or ``/mcp``)."""
+        return [listener.notify(method) for listener in self._open if method in listener.methods
+                and (host is None or getattr(listener.session, "host", None) is host)]
 
     async def listen(self, ctx: CallContext) -> dict[str, Any]:
         """Serve one ``subscriptions/listen`` request until its stream ends."""

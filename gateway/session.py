@@ -208,6 +208,9 @@ class Session:
             "capabilities": self.host.capabilities(),
             "serverInfo": {"name": identity.name, "version": identity.version},
         }
+        title = getattr(identity, "title", None)  # an endpoint's (gateway.endpoints)
+        if title:
+            result["serverInfo"]["title"] = title
         if identity.instructions:
             result["instructions"] = identity.instructions
         return result

@@ -22,7 +22,8 @@ from gateway.config import GatewayConfig, parse_config
 from gateway.transports.http_app import build_app
 from gateway.transports.http_server import start_server
 
-__all__ = ["free_port", "running_gateway", "RunningGateway", "gateway_process", "GatewayProcess", "config_from"]
+__all__ = ["free_port", "running_gateway", "RunningGateway", "gateway_process", "GatewayProcess", "config_from",
+           "serving"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -37,6 +38,20 @@ def config_from(config: str | GatewayConfig, base_dir: str | Path | None = None)
     if isinstance(config, GatewayConfig):
         return config
     return parse_config(textwrap.dedent(config), base_dir=base_dir or REPO)
+
+
+@asynccontextmanager
+async def serving(app: web.Application) -> AsyncIterator[str]:
+    """Serve an aiohttp app (a test's backend) on 127.0.0.1:<ephemeral port>; yields its base URL."""
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
 
 
 @dataclass
@@ -66,6 +81,7 @@ async def running_gateway(config: str | GatewayConfig, base_dir: str | Path | No
     app = build_app(gateway)
     runner = await start_server(app, lambda: gateway.config.gateway.http, "127.0.0.1", 0, shutdown_timeout=1.0)
     port = runner.addresses[0][1]
+    gateway.oauth.serving_at(f"http://127.0.0.1:{port}")  # authorization links point at this server
     try:
         yield RunningGateway(gateway, f"http://127.0.0.1:{port}", app)
     finally:

@@ -28,15 +28,21 @@ keyed by the upstream's tool name, rename a tool and replace its title, descript
 (:class:`connectors.config.ToolOverride`); a renamed tool is still called upstream by its own name.
 Two overrides onto one name are a config error; an override for a tool the upstream lacks is found
 at start (``validate --deep`` reports it).
+
+Upstream identity (over HTTP only): ``oauth`` (:class:`connectors.oauth.config.OAuthConfig`: the
+service, user or exchange identity, tokens discovered and obtained by the connector) or
+``credentials.per_principal`` (personal static keys). Either one replaces a static
+``Authorization`` header: both together are a config error, as is either on stdio.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from connectors.config import ConnectorConfig, EgressConfig, Model, ToolOverride, glob_match
+from connectors.oauth.config import CredentialsConfig, OAuthConfig, no_static_authorization
 
 __all__ = ["MCPConfig", "UpstreamSelection"]
 
@@ -85,6 +91,20 @@ class MCPConfig(ConnectorConfig):
     include: UpstreamSelection = UpstreamSelection()
     exclude: UpstreamSelection = UpstreamSelection()
     overrides: dict[str, ToolOverride] = Field(default_factory=dict)  # by upstream tool name
+    # upstream identity (HTTP transports only)
+    oauth: OAuthConfig | None = None
+    credentials: CredentialsConfig | None = None
+
+    @field_validator("oauth", "credentials")
+    @classmethod
+    def _identity_over_http(cls, value: object, info: ValidationInfo) -> object:
+        if value is None:
+            return value
+        if info.data.get("transport", "stdio") == "stdio":
+            raise ValueError(f"{info.field_name} is for the sse and streamable_http transports, not stdio "
+                             "(a stdio upstream gets its secrets through env)")
+        no_static_authorization(str(info.field_name), info.data.get("headers"))
+        return value
 
     def serves(self, kind: str, name: str) -> bool:
         """Whether the upstream's ``kind`` (``tools``, ``prompts``, ``resources``) named ``name``

@@ -30,6 +30,12 @@ URIs. An ``input_required`` result goes back to the gateway as it is (the gatewa
 and the retry's ``inputResponses``/``requestState`` go upstream. An upstream that answers
 ``UnsupportedProtocolVersion`` has changed: it is reconnected (its era found again) and the call
 retried once.
+
+Identity. With an ``oauth`` block the shared session carries the service identity's token; with
+``identity: user|exchange`` or ``credentials.per_principal`` each principal's calls go through its
+own session or request channel carrying that principal's credential (:mod:`connectors.oauth.identity`).
+A missing authorization is asked for (the caller, by URL elicitation; an operator, for the service
+identity) and the call or connection proceeds once it arrives.
 """
 
 from __future__ import annotations
@@ -54,6 +60,8 @@ from connectors.base import (
 )
 from connectors.egress import EgressPolicy, Lookup
 from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
+from connectors.oauth.client import AuthorizationRequired
+from connectors.oauth.identity import UpstreamIdentity
 from gateway.protocol.errors import (
     BackendUnavailable,
     InvalidRequest,
@@ -70,6 +78,7 @@ from .client import Hints, TransportFactory, UpstreamSession
 from .config import MCPConfig
 from .era import open_upstream
 from .factory import transport_factory
+from .identity import adopt_channel
 from .listen import Listener
 from .listing import ALL_LISTINGS, fetch_listings
 from .relay import Relay, sole_owner
@@ -85,6 +94,8 @@ log = logging.getLogger("connectors.mcp")
 _SHARED_CLIENT_CAPS: dict[str, Any] = {"sampling": {}, "elicitation": {"form": {}, "url": {}},
                                         "roots": {"listChanged": True}}
 _CLIENT_INFO: dict[str, Any] = {"name": "mcp-gateway", "version": "0.1.0"}
+# Per-principal upstream sessions kept open (identity user/exchange, per-principal credentials).
+_MAX_PRINCIPAL_SESSIONS = 1000
 
 
 class MCPConnector(Connector):
@@ -98,6 +109,8 @@ class MCPConnector(Connector):
         # Over HTTP every connection goes through it; the configured url's host is the operator's
         # own word (trusted by name for private addresses), everything else follows the rules.
         self._egress = EgressPolicy(config.egress, trusted=(config.url,), lookup=lookup, trust_names=True)
+        self._identity = UpstreamIdentity(self.name, config.url, config.oauth, config.credentials, self._egress,
+                                         lambda: self.oauth_port)
         self._shared: UpstreamSession | None = None
         self._clients: dict[str, UpstreamSession] = {}
         self._client_locks: dict[str, asyncio.Lock] = {}
@@ -166,6 +179,7 @@ class MCPConnector(Connector):
         if self._http is not None:
             await self._http.close()
             self._http = None
+        await self._identity.aclose()
 
     def health(self) -> Health:
         return self._health
@@ -189,12 +203,14 @@ class MCPConnector(Connector):
         return set(mapping.ALL_CAPABILITIES) if self._caps is None else set(self._caps)
 
     # -- sessions ------------------------------------------------------------------------------
-    def _transport_factory(self) -> TransportFactory:
-        return transport_factory(self.name, self.config, self.base_dir, self._http, self._egress)
+    def _transport_factory(self, ctx: CallContext | None = None) -> TransportFactory:
+        auth = self._identity.auth_for(ctx) if ctx is not None else self._identity.service_auth()
+        return transport_factory(self.name, self.config, self.base_dir, self._http, self._egress, auth)
 
-    async def _open_session(self, capabilities: dict[str, Any]) -> UpstreamSession:
-        """A legacy upstream session of one downstream session (``per_client``)."""
-        session = UpstreamSession(self.name, self._transport_factory(), self, client_info=_CLIENT_INFO,
+    async def _open_session(self, capabilities: dict[str, Any], ctx: CallContext | None = None) -> UpstreamSession:
+        """A legacy upstream session of one downstream session (``per_client``), or of one
+        principal (``ctx``: per-principal identity)."""
+        session = UpstreamSession(self.name, self._transport_factory(ctx), self, client_info=_CLIENT_INFO,
                                   capabilities=capabilities)
         await session.open(self.config.connect_timeout_s)
         return session
@@ -352,6 +368,12 @@ class MCPConnector(Connector):
             immediately = False
             try:
                 await self._connect()
+            except AuthorizationRequired as exc:  # the service identity waits for an operator
+                self._set_health(False, f"{exc.message}: waiting for the authorization")
+                with contextlib.suppress(BackendUnavailable):
+                    await self._identity.authorize(exc, None)
+                    immediately = True  # authorised: this attempt goes on (start() still waits for it)
+                continue
             except BackendUnavailable as exc:
                 self._set_health(False, exc.message)
                 delay = min(delay * 2, self.config.reconnect_max_s)
@@ -362,7 +384,8 @@ class MCPConnector(Connector):
                 delay = min(delay * 2, self.config.reconnect_max_s)
                 continue
             finally:
-                self._first_attempt.set()
+                if not immediately:
+                    self._first_attempt.set()
             if self._connected_once:
                 self.reconnects += 1
                 self._set_health(True, self._health.detail)
@@ -422,6 +445,8 @@ class MCPConnector(Connector):
         shared = self._shared
         if shared is None:
             raise BackendUnavailable.connector_down(self.name, self._health.detail)
+        if self._identity.per_principal:
+            return await self._principal_session(shared, ctx)
         if self.config.session == "shared" or shared.modern:
             return shared
         sid = ctx.session.id
@@ -436,6 +461,31 @@ class MCPConnector(Connector):
                 session = await self._open_session(caps)
                 self._clients[sid] = session
                 self._bindings[session] = ctx.session
+        return session
+
+    async def _principal_session(self, shared: UpstreamSession, ctx: CallContext) -> UpstreamSession:
+        """The session (legacy) or request channel (modern) carrying the caller's credential (at
+        most ``_MAX_PRINCIPAL_SESSIONS``: the least recently used one is closed past that)."""
+        self._identity.auth_for(ctx)  # refused here without a credential; the caller's JWT kept current
+        key = self._identity.session_key(ctx)
+        session = self._clients.pop(key, None)
+        if session is not None:
+            self._clients[key] = session  # most recently used last
+            if session.alive:
+                return session
+        async with self._client_locks.setdefault(key, asyncio.Lock()):
+            session = self._clients.get(key)
+            if session is None or not session.alive:
+                if shared.modern:  # no handshake: the shared channel's era, this principal's credential
+                    session = UpstreamSession(self.name, self._transport_factory(ctx), self, client_info=_CLIENT_INFO,
+                                              capabilities=_SHARED_CLIENT_CAPS)
+                    adopt_channel(session, shared)
+                else:
+                    session = await self._open_session(dict(ctx.session.client_capabilities or {}), ctx)
+                self._clients[key] = session
+                principals = [k for k in self._clients if k.startswith("principal:")]
+                for stale in principals[:max(0, len(principals) - _MAX_PRINCIPAL_SESSIONS)]:
+                    self._spawn(self._clients.pop(stale).close())
         return session
 
     def _deadline(self, ctx: CallContext | None) -> float | None:
@@ -462,8 +512,12 @@ class MCPConnector(Connector):
                 meta["traceparent"] = traceparent
             params["_meta"] = meta
         try:
-            for attempt in (0, 1):
-                session = await self._session_for(ctx)
+            for attempt in range(2 + 2 * self._identity.max_authorizations):
+                try:
+                    session = await self._session_for(ctx)
+                except AuthorizationRequired as exc:
+                    await self._identity.authorize(exc, ctx)
+                    continue
                 hints = None
                 sent = params
                 if session.modern:
@@ -473,6 +527,9 @@ class MCPConnector(Connector):
                     result = await session.request(method, sent, timeout_s=self._deadline(ctx), owner=relay,
                                                    hints=hints)
                     break
+                except AuthorizationRequired as exc:  # asked, and retried once it arrives
+                    await self._identity.authorize(exc, ctx)
+                    continue
                 except SessionExpired:
                     # The upstream forgot us (restart, idle expiry): initialize again, retry once.
                     session.lose("upstream session expired")
@@ -488,6 +545,8 @@ class MCPConnector(Connector):
                     if attempt or not await self._wait_reconnect():
                         raise BackendUnavailable(f"Upstream MCP server {self.name} changed its protocol "
                                                  "version") from None
+            else:
+                raise BackendUnavailable(f"Upstream MCP server {self.name} kept asking for authorization")
         finally:
             if token is not None:
                 del self._progress[token]

@@ -14,6 +14,7 @@ from pathlib import Path
 import aiohttp
 
 from connectors.egress import EgressPolicy
+from connectors.oauth.requestauth import RequestAuth
 
 from .client import TransportFactory
 from .config import MCPConfig
@@ -25,9 +26,10 @@ __all__ = ["transport_factory"]
 
 
 def transport_factory(name: str, cfg: MCPConfig, base_dir: Path, http: aiohttp.ClientSession | None,
-                      policy: EgressPolicy | None = None) -> TransportFactory:
+                      policy: EgressPolicy | None = None, auth: RequestAuth | None = None) -> TransportFactory:
     """Fresh transports to the upstream of ``cfg`` (``http``: the legacy SSE transport's client,
-    built on ``policy``; ``policy``: the connector's egress policy, for Streamable HTTP's own)."""
+    built on ``policy``; ``policy``: the connector's egress policy, for Streamable HTTP's own;
+    ``auth``: the upstream credential of the sessions they carry, over HTTP)."""
     if cfg.transport == "stdio":
         cwd = base_dir if cfg.cwd is None else Path(cfg.cwd)
         if not cwd.is_absolute():
@@ -44,7 +46,7 @@ def transport_factory(name: str, cfg: MCPConfig, base_dir: Path, http: aiohttp.C
         session = http
         return lambda deliver, lost: LegacySSETransport(name, deliver, lost, url=url, headers=cfg.headers,
                                                         http=session, connect_timeout_s=cfg.connect_timeout_s,
-                                                        max_response_bytes=cfg.max_response_bytes)
+                                                        max_response_bytes=cfg.max_response_bytes, auth=auth)
     return lambda deliver, lost: StreamableHTTPTransport(name, deliver, lost, url=url, headers=cfg.headers,
                                                          connect_timeout_s=cfg.connect_timeout_s, policy=policy,
-                                                         max_response_bytes=cfg.max_response_bytes)
+                                                         max_response_bytes=cfg.max_response_bytes, auth=auth)

@@ -9,6 +9,10 @@ Credentials (the connector's ``headers``) stay with the configured origin: no re
 followed (a 3xx is reported with its target), and an ``endpoint`` on another origin (scheme, host,
 port) is refused before anything is posted there. The connector's aiohttp client is built on its
 egress policy, which checks every address connected to.
+
+With ``auth`` (upstream OAuth, :mod:`connectors.oauth.requestauth`) the event stream's GET and
+every POST carry its credential; a 401/403 on either goes to ``auth.challenged`` and, when it says
+so, the stream is opened (or the message posted) again.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from aiohttp.http_exceptions import LineTooLong
 from yarl import URL
 
 from connectors.egress import EgressRefused
+from connectors.oauth.requestauth import MAX_ATTEMPTS, RequestAuth
 from gateway.protocol.errors import BackendUnavailable
 from gateway.protocol.jsonrpc import dumps
 
@@ -41,8 +46,12 @@ _CONN_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, Conne
 
 class LegacySSETransport(ClientTransport):
     def __init__(self, name: str, deliver: Deliver, on_lost: OnLost, *, url: str, headers: dict[str, str],
-                 http: aiohttp.ClientSession, connect_timeout_s: float, max_response_bytes: int = MAX_LINE) -> None:
+                 http: aiohttp.ClientSession, connect_timeout_s: float, max_response_bytes: int = MAX_LINE,
+                 auth: RequestAuth | None = None) -> None:
         super().__init__(name, deliver, on_lost)
+        self._auth = auth
+        self._auth_value: str | None = None
+        self._refused: tuple[int, str | None] | None = None  # the stream's 401/403 and its challenge
         self._url = url
         self._max_bytes = max_response_bytes
         self._http = http
@@ -54,6 +63,28 @@ class LegacySSETransport(ClientTransport):
         self.post_url: str | None = None
 
     async def connect(self) -> None:
+        for _ in range(MAX_ATTEMPTS if self._auth is not None else 1):
+            self._refused = None
+            if self._auth is not None:
+                self._auth_value = await self._auth.authorization()
+            try:
+                await self._connect_once()
+                if self._auth is not None and self._auth_value:
+                    self._auth.accepted()
+                return
+            except TransportClosed:
+                refused = self._refused
+                if self._auth is None or refused is None or not await self._auth.challenged(
+                        refused[0], refused[1], self._auth_value):
+                    raise
+                self._closing, self._lost = False, False  # the next attempt opens a new stream
+
+    def _credential(self) -> dict[str, str]:
+        if self._auth is not None and self._auth_value:
+            return {self._auth.header: self._auth_value}
+        return {}
+
+    async def _connect_once(self) -> None:
         self._endpoint = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._read(), name=f"mcp-sse-{self.name}")
         try:
@@ -67,8 +98,10 @@ class LegacySSETransport(ClientTransport):
         assert self._endpoint is not None
         reason = "event stream closed by the upstream"
         try:
-            headers = {**self._headers, "Accept": "text/event-stream"}
+            headers = {**self._headers, **self._credential(), "Accept": "text/event-stream"}
             async with self._http.get(self._url, headers=headers, allow_redirects=False) as resp:
+                if resp.status in (401, 403) and self._auth is not None:
+                    self._refused = (resp.status, resp.headers.get("WWW-Authenticate"))
                 if resp.status != 200:
                     moved = resp.headers.get("Location")
                     where = f" (to {moved[:200]}: not followed)" if moved and 300 <= resp.status < 400 else ""
@@ -93,7 +126,8 @@ class LegacySSETransport(ClientTransport):
             if not self._endpoint.done():
                 self._endpoint.set_exception(TransportClosed(reason))
                 self._endpoint.exception()  # retrieved here so an unawaited failure is not logged
-            self._lose(reason)
+            if self._refused is None:  # a refused credential is answered by connect(), not lost
+                self._lose(reason)
 
     def _same_origin(self, endpoint: str) -> str:
         """The POST URL an ``endpoint`` event names, refused on another origin: the connector's
@@ -108,9 +142,25 @@ class LegacySSETransport(ClientTransport):
     async def send(self, message: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
         if not self.is_open or self.post_url is None:
             raise TransportClosed(f"upstream {self.name} is disconnected")
+        for _ in range(MAX_ATTEMPTS):
+            if not await self._post(message):
+                return
+        raise BackendUnavailable(f"upstream {self.name} kept refusing its credentials")
+
+    async def _post(self, message: dict[str, Any]) -> bool:
+        """One POST; True when a challenge was answered and it is to be sent again."""
+        headers = self._post_headers
+        if self._auth is not None:
+            self._auth_value = await self._auth.authorization()
+            headers = {**headers, **self._credential()}
         try:
-            async with self._http.post(self.post_url, data=dumps(message), headers=self._post_headers,
+            async with self._http.post(self.post_url or "", data=dumps(message), headers=headers,
                                        allow_redirects=False) as resp:
+                if resp.status in (401, 403) and self._auth is not None:
+                    await resp.read()
+                    if await self._auth.challenged(resp.status, resp.headers.get("WWW-Authenticate"),
+                                                   self._auth_value):
+                        return True
                 if resp.status >= 400:
                     await resp.read()
                     if resp.status == 404:
@@ -124,6 +174,7 @@ class LegacySSETransport(ClientTransport):
             reason = f"cannot reach upstream {self.name}: {exc}"
             self._lose(reason)
             raise TransportClosed(reason) from None
+        return False
 
     async def close(self) -> None:
         if self._closing:

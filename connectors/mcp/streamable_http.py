@@ -25,6 +25,12 @@ Stateless mode (``stateless = True``, 2026-07-28): no session id, no GET stream,
 upstream lost (there is nothing to lose: the health probe decides whether it is down). Closing a
 request's response stream (the caller cancelled, or timed out) is how the upstream learns of the
 cancellation. ``send`` adds the request's own metadata headers to the static ones.
+
+Upstream authorization (``auth``, a :class:`~connectors.oauth.requestauth.RequestAuth`): every
+request carries its ``Authorization``; a 401 or 403 goes to ``auth.challenged`` with the
+``WWW-Authenticate`` header, and the request is sent again when it says so (a token obtained,
+refreshed or stepped up). Without ``auth`` the hot path is unchanged and a 401/403 is reported
+as before.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from connectors.egress import EgressPolicy
+from connectors.oauth.requestauth import MAX_ATTEMPTS, RequestAuth
 from gateway.protocol.errors import BackendUnavailable
 from gateway.protocol.jsonrpc import dumps
 
@@ -77,9 +84,11 @@ _STREAM_END_GRACE_S = 10.0
 class StreamableHTTPTransport(ClientTransport):
     def __init__(self, name: str, deliver: Deliver, on_lost: OnLost, *, url: str, headers: dict[str, str],
                  connect_timeout_s: float, policy: EgressPolicy | None = None,
-                 max_response_bytes: int = MAX_LINE) -> None:
+                 max_response_bytes: int = MAX_LINE, auth: RequestAuth | None = None) -> None:
         super().__init__(name, deliver, on_lost)
         self._url = url
+        self._auth = auth
+        self._auth_value: str | None = None  # the last credential sent (for GET and DELETE)
         self._max_bytes = max_response_bytes
         # Our own connections (and cookies): they live and die with this upstream session.
         self._http = HTTP1Client(url, connect_timeout_s=connect_timeout_s, policy=policy)
@@ -107,6 +116,8 @@ class StreamableHTTPTransport(ClientTransport):
             headers["Accept"] = accept
         if last_event_id is not None:
             headers["Last-Event-ID"] = last_event_id
+        if self._auth is not None and self._auth_value:
+            headers[self._auth.header] = self._auth_value
         return header_block(headers)
 
     def initialized(self) -> None:
@@ -121,7 +132,13 @@ class StreamableHTTPTransport(ClientTransport):
         rid = message.get("id") if method is not None else None
         block = self._header_block if not headers else self._header_block + header_block(headers)
         try:
-            resp = await self._http.request("POST", block, dumps(message), retry_safe=method in _RETRY_SAFE)
+            if self._auth is None:
+                resp = await self._http.request("POST", block, dumps(message), retry_safe=method in _RETRY_SAFE)
+            else:
+                authorized = await self._authorized_post(self._auth, block, message, rid)
+                if authorized is None:
+                    return
+                resp = authorized
         except _CONN_ERRORS as exc:
             raise self._unreachable(exc, method) from None
         handed_off = False
@@ -166,6 +183,34 @@ class StreamableHTTPTransport(ClientTransport):
             if not handed_off:
                 resp.release()
 
+    async def _authorized_post(self, auth: RequestAuth, block: str, message: dict[str, Any],
+                               rid: Any) -> HTTPResponse | None:
+        """POST with the upstream's credential, answering its 401/403 challenges (module doc).
+        None: the final 401/403 was delivered as the request's error."""
+        body = dumps(message)
+        retry_safe = message.get("method") in _RETRY_SAFE
+        for _ in range(MAX_ATTEMPTS):
+            value = await auth.authorization()
+            sent = block + header_block({auth.header: value}) if value else block
+            resp = await self._http.request("POST", sent, body, retry_safe=retry_safe)
+            if resp.status not in (401, 403):
+                if value:
+                    self._auth_value = value
+                    auth.accepted()
+                return resp
+            challenge = resp.headers.get("www-authenticate")
+            try:
+                error_body = await resp.read(64 * 1024)
+            except BodyTooLarge:
+                error_body = b""
+            finally:
+                resp.release()
+            if not await auth.challenged(resp.status, challenge, value):
+                self._deliver_error_body(error_body, rid, resp.status, authorized=True)
+                return None
+        raise HTTPStatusError(f"upstream {self.name} kept refusing its credentials (HTTP 401/403 after "
+                              f"{MAX_ATTEMPTS} attempts)", 401)
+
     def _unreachable(self, exc: BaseException, method: Any) -> TransportClosed:
         """A connection failure, as the failure of this request (the connection broke under it)
         or of the session (no connection could be made: the upstream is not there)."""
@@ -178,7 +223,7 @@ class StreamableHTTPTransport(ClientTransport):
             self._lose(reason)
         return TransportClosed(reason)
 
-    def _deliver_error_body(self, body: bytes, rid: Any, status: int) -> None:
+    def _deliver_error_body(self, body: bytes, rid: Any, status: int, authorized: bool = False) -> None:
         """A 4xx/5xx: pass a JSON-RPC error for our request through, otherwise fail with the status."""
         try:
             obj = json.loads(body)
@@ -190,7 +235,7 @@ class StreamableHTTPTransport(ClientTransport):
             self._deliver(obj, rid)
             return
         if rid is not None:
-            hint = " (check the credentials in its headers)" if status in (401, 403) else ""
+            hint = " (check the credentials in its headers)" if status in (401, 403) and not authorized else ""
             raise HTTPStatusError(f"upstream {self.name} answered HTTP {status}{hint}", status)
 
     async def _read_stream(self, resp: HTTPResponse, rid: Any) -> bool:

@@ -126,10 +126,13 @@ class AuthorizationBroker(Protocol):
         expected_issuer: str | None,
         redeem: Callable[[str], Awaitable[Grant]],
         ttl_s: float = 600.0,
+        iss_required: bool = False,
     ) -> str:
         """Register a pending authorization; return the URL to give the person (for a URL-mode
-        elicitation). ``expected_issuer``: the callback's ``iss`` must equal it (RFC 9207) when
-        the server advertises ``authorization_response_iss_parameter_supported``."""
+        elicitation). ``expected_issuer``: the issuer the authorization was sent to; an ``iss``
+        in the callback must equal it exactly (RFC 9207, no normalisation), advertised or not.
+        ``iss_required``: the server advertises ``authorization_response_iss_parameter_supported``,
+        so a callback without ``iss`` is refused too."""
         ...
 
     async def wait(self, key: GrantKey, timeout: float) -> Grant | None:
@@ -180,7 +183,7 @@ class LocalAuthorizationBroker:
 
     def __init__(self, store: TokenStore) -> None:
         self._store = store
-        self._pending: dict[str, tuple[GrantKey, str | None, Callable[[str], Awaitable[Grant]], float]] = {}
+        self._pending: dict[str, tuple[GrantKey, str | None, Callable[[str], Awaitable[Grant]], float, bool]] = {}
         self._done: dict[GrantKey, asyncio.Event] = {}
 
     def begin(
@@ -192,18 +195,23 @@ class LocalAuthorizationBroker:
         expected_issuer: str | None,
         redeem: Callable[[str], Awaitable[Grant]],
         ttl_s: float = 600.0,
+        iss_required: bool = False,
     ) -> str:
-        self._pending[state] = (key, expected_issuer, redeem, time.monotonic() + ttl_s)
-        self._done.setdefault(key, asyncio.Event())
+        self._pending[state] = (key, expected_issuer, redeem, time.monotonic() + ttl_s, iss_required)
+        if key not in self._done or self._done[key].is_set():  # a new authorization: wait for its grant
+            self._done[key] = asyncio.Event()
         return authorization_url
 
     async def complete(self, state: str, code: str, iss: str | None = None) -> Grant:
         """Redeem the code of the redirect that carried ``state``; ``ValueError`` for an unknown or
-        expired ``state`` or an ``iss`` that is not the expected issuer (exact match)."""
+        expired ``state``, an ``iss`` that is not the expected issuer (exact match), or no ``iss``
+        where it is required."""
         entry = self._pending.pop(state, None)
         if entry is None or entry[3] < time.monotonic():
             raise ValueError("unknown or expired state")
-        key, expected_issuer, redeem, _ = entry
+        key, expected_issuer, redeem, _, iss_required = entry
+        if iss is None and iss_required:
+            raise ValueError("the authorization response has no iss, which its server advertises")
         if expected_issuer is not None and iss is not None and iss != expected_issuer:
             raise ValueError("the authorization response's iss is not the expected issuer")
         grant = await redeem(code)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 
 from connectors.config import ConnectorConfig, EgressConfig, Model, ToolOverride
+from connectors.oauth.config import CredentialsConfig, OAuthConfig, no_static_authorization
 
 __all__ = [
     "OpenAPIConfig",
@@ -132,6 +133,21 @@ class OpenAPIConfig(ConnectorConfig):
     # Where requests may go (spec, $refs, token, calls) and which redirects are followed; the
     # gateway-wide `egress:` block fills the keys this one leaves out (connectors.egress).
     egress: EgressConfig = EgressConfig()
+    # Upstream identity (connectors.oauth): OAuth tokens the connector obtains (service, user,
+    # exchange), or personal static keys per principal. Either replaces auth's static credentials.
+    oauth: OAuthConfig | None = None
+    credentials: CredentialsConfig | None = None
+
+    @field_validator("oauth", "credentials")
+    @classmethod
+    def _one_credential(cls, value: object, info: ValidationInfo) -> object:
+        if value is None:
+            return value
+        auth = info.data.get("auth")
+        static = isinstance(auth, OpenAPIAuth) and (auth.bearer or auth.basic or auth.oauth2 or auth.forward_caller)
+        no_static_authorization(str(info.field_name), info.data.get("headers"),
+                                "auth's bearer, basic, oauth2 or forward_caller" if static else None)
+        return value
 
     @field_validator("headers")
     @classmethod

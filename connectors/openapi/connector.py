@@ -46,6 +46,9 @@ from yarl import URL
 from connectors.base import Components, Connector, ConnectorEvents, Health, ResourceTemplateSpec, ToolSpec
 from connectors.egress import EgressPolicy, EgressRefused, Lookup, RedirectRefused
 from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
+from connectors.oauth.client import AuthorizationRequired
+from connectors.oauth.identity import UpstreamIdentity
+from connectors.oauth.requestauth import MAX_ATTEMPTS, RequestAuth
 from gateway.protocol.errors import (
     BackendUnavailable,
     ExceptionMap,
@@ -81,6 +84,7 @@ class _State:
         self.doc = doc
         self.mapped = mapped
         self.tools = {op.name: op for op in mapped.operations if op.route == "tool"}
+        self.origins: dict[str, tuple[tuple[str, ...], str]] | None = None  # tool → (tags, path), on demand
         self.templates = {op.name: op for op in mapped.operations if op.route == "resource"}
         self.tool_specs = tuple(ToolSpec(name, op.definition) for name, op in self.tools.items())
         self.template_specs = tuple(_template_spec(connector, op) for op in self.templates.values())
@@ -177,6 +181,7 @@ class OpenAPIConnector(Connector):
         self._etag: str | None = None
         self._digest: str | None = None
         self._health = Health(False, "not started")
+        self._identity: UpstreamIdentity | None = None  # with oauth/credentials, made at the first call
         self._source = config.spec if loader.is_url(config.spec) else str(self._resolve(config.spec))
         oauth2 = config.auth.oauth2
         self._egress = EgressPolicy(config.egress, lookup=lookup, trusted=(
@@ -216,6 +221,9 @@ class OpenAPIConnector(Connector):
         http, self._http = self._http, None
         if http is not None:
             await http.close()
+        identity, self._identity = self._identity, None
+        if identity is not None:
+            await identity.aclose()
         self._health = Health(False, "stopped")
 
     def health(self) -> Health:
@@ -312,6 +320,22 @@ class OpenAPIConnector(Connector):
                 log.exception("openapi connector %s: refreshing the spec failed unexpectedly", self.name)
 
     # -- components --------------------------------------------------------------------------
+    def tool_origin(self, name: str) -> tuple[tuple[str, ...], str]:
+        """(OpenAPI tags, path) of the operation behind the local tool ``name`` (endpoints select
+        by tags; tool search indexes both); ``((), "")`` when unknown."""
+        state = self._state
+        if state is None:
+            return (), ""
+        if state.origins is None:  # once per version of the spec, for every tool
+            paths = state.doc.get("paths") or {}
+            origins: dict[str, tuple[tuple[str, ...], str]] = {}
+            for tool, op in state.tools.items():
+                raw = (paths.get(op.path) or {}).get(op.method.lower()) or {}
+                tags = raw.get("tags") if isinstance(raw, dict) else None
+                origins[tool] = (tuple(t for t in tags or () if isinstance(t, str)), op.path)
+            state.origins = origins
+        return state.origins.get(name, ((), ""))
+
     def owns_uri(self, uri: str) -> bool:
         return self._match_uri(uri) is not None
 
@@ -387,12 +411,37 @@ class OpenAPIConnector(Connector):
             instrumentation.inject(req.headers)
             try:
                 with edge:  # inside the span, so the span records the translated error, as before
-                    return await self._send(state, op, req, ctx)
+                    identity = self._upstream_identity(state)
+                    if identity is None:
+                        return await self._send(state, op, req, ctx)
+                    for _ in range(1 + identity.max_authorizations):
+                        try:
+                            return await self._send(state, op, req, ctx, self._upstream_auth(identity, ctx))
+                        except AuthorizationRequired as exc:  # the caller (or an operator) authorises
+                            await identity.authorize(exc, ctx)
+                    raise ToolExecutionError(f"{op.method} {op.path}: the backend kept asking for authorization",
+                                             status="unauthorized")
             finally:
                 if isinstance(ctx.record.backend_status, int):
                     call.status(ctx.record.backend_status)
 
-    async def _send(self, state: _State, op: Operation, req: PreparedRequest, ctx: CallContext) -> dict[str, Any]:
+    def _upstream_identity(self, state: _State) -> UpstreamIdentity | None:
+        cfg = self.config
+        if cfg.oauth is None and cfg.credentials is None:
+            return None
+        if self._identity is None:
+            self._identity = UpstreamIdentity(self.name, state.base_url, cfg.oauth, cfg.credentials, self._egress,
+                                              lambda: self.oauth_port)
+        return self._identity
+
+    @staticmethod
+    def _upstream_auth(identity: UpstreamIdentity, ctx: CallContext) -> RequestAuth | None:
+        return identity.auth_for(ctx) if identity.per_principal else identity.service_auth()
+
+    async def _send(self, state: _State, op: Operation, req: PreparedRequest, ctx: CallContext,
+                    auth: RequestAuth | None = None) -> dict[str, Any]:
+        """The HTTP exchange (retried for idempotent methods); with ``auth`` each attempt carries
+        the upstream credential and a 401/403 challenge it answers is sent again (bounded)."""
         assert self._http is not None
         url = URL(state.base_url + req.target(), encoded=True)
         headers = dict(req.headers)
@@ -402,7 +451,11 @@ class OpenAPIConnector(Connector):
         if req.cookies:
             headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in req.cookies.items())
         attempts = 1 + (self.config.retries if op.idempotent else 0)
-        for attempt in range(attempts):
+        attempt = challenges = 0
+        while attempt < attempts:
+            value = await auth.authorization() if auth is not None else None
+            if auth is not None and value:
+                headers[auth.header] = value
             timeout = self.config.request_timeout_s
             remaining = ctx.remaining()
             if remaining is not None:
@@ -410,8 +463,13 @@ class OpenAPIConnector(Connector):
             try:
                 async with self._egress.request(self._http, req.method, url, headers=headers, data=req.body,
                                                 timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+                    if auth is not None and resp.status in (401, 403) and challenges < MAX_ATTEMPTS and \
+                            await auth.challenged(resp.status, resp.headers.get("WWW-Authenticate"), value):
+                        challenges += 1
+                        continue
                     if resp.status in _RETRY_STATUS and attempt + 1 < attempts:
                         await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
+                        attempt += 1
                         continue
                     data = await _read_limited(resp, self.config.max_response_bytes)
                     ctx.record.backend_status = resp.status
@@ -426,6 +484,7 @@ class OpenAPIConnector(Connector):
                 # is not retried leaves for the call's edge (_call_edge), which translates it.
                 if attempt + 1 < attempts and not isinstance(exc, TimeoutError):
                     await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
+                    attempt += 1
                     continue
                 raise
         raise ToolExecutionError(f"{op.method} {op.path}: no response", status="unreachable")

@@ -44,7 +44,7 @@ __all__ = ["FIELDS", "ALWAYS_REDACT", "REDACTED", "Redactor", "capture", "finali
 FIELDS = ("event_id", "time", "instance", "request_id", "session_id", "principal", "transport",
           "client_name", "client_version", "method", "target", "connector", "backend_target",
           "arguments", "outcome", "error_code", "error_message", "latency_ms", "backend_status",
-          "trace_id")
+          "trace_id", "endpoint")
 
 ALWAYS_REDACT = ("password", "passwd", "passphrase", "secret", "token", "authorization", "api_key",
                  "access_key", "private_key", "credential", "cookie")
@@ -216,6 +216,7 @@ def capture(ctx: CallContext, outcome: str, error_code: int | None, error_messag
         "backend_status": None if status is None else str(status),
         # The telemetry filter records the trace it opened (a new one when the client sent none).
         "trace_id": record.trace_id or trace_id_of(ctx.traceparent),
+        "endpoint": ctx.endpoint or None,  # the endpoint (virtual server) the request came to
         # Not a field: what finalize must scrub from the event, then removes (never stored).
         _CALLER: ctx.caller_authorization,
     }

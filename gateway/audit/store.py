@@ -66,6 +66,7 @@ events_table = Table(
     Column("latency_ms", Float),
     Column("backend_status", String(100)),
     Column("trace_id", String(64)),
+    Column("endpoint", String(100)),  # added by issue 18 (migrated by _add_missing_columns)
 )
 Index("ix_gw_audit_time", events_table.c.time)
 Index("ix_gw_audit_principal_time", events_table.c.principal, events_table.c.time)

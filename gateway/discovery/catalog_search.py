@@ -4,7 +4,9 @@
 It re-syncs lazily, on the first search after a rebuild produced a new snapshot, and only the tools
 whose wire object changed are re-read (the rest are recognised by identity, then by fingerprint), so
 a catalog that changes one tool costs one row. :meth:`find` answers ``find_tools`` with the caller's
-visibility applied before the top *k* (see :meth:`SearchIndex.search`).
+visibility applied before the top *k* (see :meth:`SearchIndex.search`). The catalog may be an
+endpoint's view (:class:`gateway.endpoints.view.EndpointView`): tools are indexed by the listing's
+key, the name callers use there, with the OpenAPI tags and path of their operation when known.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ class CatalogSearch:
         self._seen: Snapshot | None = None
         self._docs: dict[str, tuple[dict[str, Any], ToolDoc]] = {}  # name → (wire it was made from, doc)
 
+    def stale(self) -> bool:
+        """Whether the catalog's tools changed since the last :meth:`refresh`."""
+        return self.catalog.snapshot("tools") is not self._seen
+
     def refresh(self) -> tuple[int, int]:
         """Bring the index up to the catalog's current tools; (rows written, rows deleted)."""
         snap = self.catalog.snapshot("tools")
@@ -35,12 +41,15 @@ class CatalogSearch:
             return 0, 0
         docs: dict[str, tuple[dict[str, Any], ToolDoc]] = {}
         for entry in snap.entries:
-            cached = self._docs.get(entry.name)
+            # By the listing's key: the name callers use (an endpoint's, after its renames).
+            cached = self._docs.get(entry.key)
             if cached is not None and cached[0] is entry.wire:
-                docs[entry.name] = cached
+                docs[entry.key] = cached
             else:
                 prefix = self.catalog.prefixes.get(entry.connector.name, "")
-                docs[entry.name] = (entry.wire, doc_from_tool(entry.wire, prefix=prefix))
+                origin = getattr(entry.connector, "tool_origin", None)  # OpenAPI: the operation's tags, path
+                tags, path = origin(entry.local) if origin is not None else ((), "")
+                docs[entry.key] = (entry.wire, doc_from_tool(entry.wire, tags=tags, path=path, prefix=prefix))
         counts = self.index.sync(doc for _, doc in docs.values())
         self._docs, self._seen = docs, snap
         return counts

@@ -5,12 +5,14 @@ Contract:
 * :meth:`SearchIndex.sync` takes the whole current set of :class:`ToolDoc` and updates the index
   incrementally: only tools that are new, gone or changed (by a fingerprint of their indexed text)
   are written. It returns how many rows it wrote and deleted.
-* :meth:`SearchIndex.search` ranks by BM25 over weighted columns (name, title, tags, path,
-  description, parameters) for the query's concepts (:func:`~gateway.discovery.synonyms.expand`),
-  then re-ranks the best candidates by how many of the concepts each tool matches in its name and
-  title, so a tool that does *all* of what was asked beats one whose long description repeats one
-  word. ``visible`` (a predicate on the public name) is applied before the top *limit* are taken:
-  a tool the caller may not see never takes a slot and is never returned.
+* :meth:`SearchIndex.search` parses the query (:func:`~gateway.discovery.synonyms.parse`:
+  concepts, intent, hints), takes candidates by BM25 over weighted columns (name, title, tags,
+  path, description, parameters) plus the best name/title matches, and re-ranks them
+  (:func:`~gateway.discovery.rank.rerank`: IDF-weighted coverage of the concepts by field, intent
+  against the tool's kind, extra name words), so a tool that does *all* of what was asked beats
+  one whose long description repeats one word. ``visible`` (a predicate on the public name) is
+  applied before the top *limit* are taken: a tool the caller may not see never takes a slot and
+  is never returned. Ties keep a deterministic order.
 * The index is not thread-safe; the gateway uses it from its event loop only. Every search is
   bounded: at most ``limit`` (≤ :data:`MAX_LIMIT`) hits, a query of at most :data:`MAX_QUERY` chars.
 """
@@ -20,12 +22,14 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
-from gateway.discovery.synonyms import Concept, expand
-from gateway.discovery.words import split_words, words_text
+from gateway.discovery.intent import Intent, tool_kind
+from gateway.discovery.rank import HeadIndex, Profile, profile, rerank
+from gateway.discovery.synonyms import parse
+from gateway.discovery.words import stem, words_text
 
 __all__ = ["ToolDoc", "SearchHit", "SearchIndex", "doc_from_tool", "MAX_LIMIT", "MAX_QUERY"]
 
@@ -33,12 +37,8 @@ MAX_LIMIT = 50
 MAX_QUERY = 1000
 _DESC_CHARS = 600  # the first paragraph or two say what a tool does; the rest is detail
 _PARAM_DESC_CHARS = 120
-_CANDIDATES = 60  # BM25 candidates re-ranked by concept coverage
-# Re-rank score = share of BM25 (normalised to the best) + share of concepts the name/title covers
-# - share of name words no concept asked for + a small bonus for reads when no action was asked.
-_BM25_SHARE = 0.5
-_EXTRA_PENALTY = 0.3
-_READ_PRIOR = 0.1
+_CANDIDATES = 60  # BM25 candidates re-ranked by concept coverage (gateway/discovery/rank.py)
+_NAME_CANDIDATES = 10  # best matches on name and title alone, added to the pool when missing
 _DF_CACHE = 4096
 
 # Column order of the FTS table and their BM25 weights: a word in the name says more than one in
@@ -46,6 +46,7 @@ _DF_CACHE = 4096
 _COLUMNS = ("name", "title", "tags", "path", "description", "params")
 _WEIGHTS = (6.0, 4.0, 2.0, 1.5, 1.0, 0.5)
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_LEGACY = re.compile(r"\b(deprecated|legacy)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +60,13 @@ class ToolDoc:
     tags: str = ""
     path: str = ""
     prefix: str = ""  # the catalog's namespace in ``name`` (a connector prefix): not a word of the tool
+    kind: str = ""  # "read", "write" or "delete" (from the tool's annotations; see .intent)
+    param_names: str = ""  # the input properties' names, split into words
+    deprecated: bool = False  # ranks below a current tool that does the same
 
     def fingerprint(self) -> str:
         blob = "\x1f".join((self.name, self.title, self.description, self.params, self.tags, self.path,
-                             self.prefix))
+                             self.prefix, self.kind, self.param_names, str(self.deprecated)))
         return hashlib.blake2b(blob.encode(), digest_size=16).hexdigest()
 
 
@@ -72,19 +76,39 @@ class SearchHit:
     score: float
 
 
-def doc_from_tool(tool: dict[str, Any], tags: Iterable[str] = (), path: str = "", prefix: str = "") -> ToolDoc:
-    """The :class:`ToolDoc` of an MCP ``Tool`` wire object (plus OpenAPI tags and path if known)."""
+def doc_from_tool(tool: dict[str, Any], tags: Iterable[str] = (), path: str = "", prefix: str = "",
+                  deprecated: bool = False) -> ToolDoc:
+    """The :class:`ToolDoc` of an MCP ``Tool`` wire object (plus OpenAPI tags and path if known).
+    A tool is *deprecated* when told so, or when its title says "deprecated"/"legacy" or its
+    description ends with "(deprecated)" (as the OpenAPI connector marks deprecated operations)."""
     title = tool.get("title") or (tool.get("annotations") or {}).get("title") or ""
-    desc = _MD_LINK.sub(r"\1", str(tool.get("description") or ""))[:_DESC_CHARS]
+    full = str(tool.get("description") or "")
+    deprecated = deprecated or bool(_LEGACY.search(str(title))) or full.rstrip().lower().endswith("(deprecated)")
+    desc = _MD_LINK.sub(r"\1", full)[:_DESC_CHARS]
     props = ((tool.get("inputSchema") or {}).get("properties") or {})
-    params = []
+    params, names = [], []
     if isinstance(props, dict):
         for pname, schema in props.items():
             pdesc = schema.get("description", "") if isinstance(schema, dict) else ""
-            params.append(f"{words_text(str(pname))} {str(pdesc)[:_PARAM_DESC_CHARS]}")
+            # An enum's values are words callers use ("open", "squash", "2fa disabled").
+            names.append(words_text(f"{pname} {' '.join(_enum(schema))}"))
+            params.append(f"{names[-1]} {str(pdesc)[:_PARAM_DESC_CHARS]}")
+    annotations = tool.get("annotations")
     return ToolDoc(name=str(tool["name"]), title=str(title), description=desc, params=" ".join(params),
                    tags=" ".join(words_text(t) for t in tags), path=words_text(path),
-                   prefix=prefix if str(tool["name"]).startswith(prefix) else "")
+                   prefix=prefix if str(tool["name"]).startswith(prefix) else "",
+                   kind=tool_kind(annotations if isinstance(annotations, dict) else None),
+                   param_names=" ".join(names), deprecated=deprecated)
+
+
+def _enum(schema: Any, depth: int = 0) -> list[str]:
+    """The string values of a parameter's ``enum`` (or its array items'), at most 20."""
+    if not isinstance(schema, dict) or depth > 1:
+        return []
+    values = schema.get("enum")
+    if isinstance(values, list):
+        return [v for v in values if isinstance(v, str)][:20]
+    return _enum(schema.get("items"), depth + 1)
 
 
 def _quote(phrase: str) -> str:
@@ -101,10 +125,8 @@ class SearchIndex:
         self._rowids: dict[str, int] = {}
         self._names: dict[int, str] = {}
         self._prints: dict[str, str] = {}
-        # The words of each tool's name and title, stemmed like FTS5 would not: kept as split
-        # words for the coverage re-rank (prefix match approximates stemming).
-        self._head: dict[str, str] = {}
-        self._name_words: dict[str, list[str]] = {}
+        self._profiles: dict[str, Profile] = {}  # each tool's stems for the re-rank
+        self._heads = HeadIndex()
         self._next = 1
         self._len = 0
         self._dfs: dict[str, int] = {}
@@ -134,7 +156,8 @@ class SearchIndex:
 
     def _delete(self, name: str) -> None:
         rowid = self._rowids.pop(name)
-        del self._names[rowid], self._prints[name], self._head[name], self._name_words[name]
+        self._heads.remove(name, self._profiles.pop(name))
+        del self._names[rowid], self._prints[name]
         self._db.execute("DELETE FROM tools WHERE rowid = ?", (rowid,))
 
     def _insert(self, doc: ToolDoc) -> None:
@@ -145,14 +168,22 @@ class SearchIndex:
             (rowid, words_text(local), doc.title, doc.tags, doc.path, doc.description, doc.params))
         self._rowids[doc.name], self._names[rowid] = rowid, doc.name
         self._prints[doc.name] = doc.fingerprint()
-        self._head[doc.name] = " " + " ".join(split_words(f"{local} {doc.title}"))
-        self._name_words[doc.name] = [_stem_prefix(w) for w in split_words(_local(local))]
+        prof = self._profiles[doc.name] = profile(local, doc.title, doc.tags, doc.path, doc.description,
+                                                  doc.param_names, doc.kind, doc.deprecated)
+        self._heads.add(doc.name, prof)
 
     def search(self, query: str, limit: int = 8,
                visible: Callable[[str], bool] | None = None) -> list[SearchHit]:
         """The best *limit* tools for *query* among those *visible* allows, best first."""
         limit = max(1, min(int(limit), MAX_LIMIT))
-        concepts = expand(query[:MAX_QUERY])
+        parsed = parse(query[:MAX_QUERY])
+        if not parsed.intent.strong and parsed.lead:
+            # "star the repo", "block a spammer": a sentence that opens with one of the catalog's
+            # own verbs asks for what that verb does there.
+            kind = self._heads.verb_kind(stem(parsed.lead))
+            if kind:
+                parsed = replace(parsed, intent=Intent(kind, True))
+        concepts = parsed.concepts
         if not concepts:
             return []
         # A phrase in more than half the tools adds nothing to BM25 (FTS5 clamps its IDF to ~0)
@@ -164,16 +195,34 @@ class SearchIndex:
         weights = ", ".join(str(w) for w in _WEIGHTS)
         cur = self._db.execute(
             f"SELECT rowid, bm25(tools, {weights}) AS s FROM tools WHERE tools MATCH ? ORDER BY s", (expr,))
-        pool: list[tuple[str, float]] = []
-        want = max(_CANDIDATES, limit)
+        pool = self._take(cur, max(_CANDIDATES, limit), visible, {})
+        # Tools whose name or title says what was asked can rank below long descriptions that
+        # repeat the words ("render markdown" under every comment tool that mentions Markdown):
+        # the best of them by name and title alone join the pool at its lowest BM25 score.
+        seen = dict(pool)
+        floor = min(seen.values(), default=0.0)
+        added = 0
+        for name in self._heads.candidates(parsed, self._df, self._len):
+            if added >= _NAME_CANDIDATES:
+                break
+            if name not in seen and (visible is None or visible(name)):
+                pool.append((name, floor))
+                added += 1
+        ranked = rerank(pool, parsed, self._profiles, self._df, self._len)
+        return [SearchHit(name, score) for name, score in ranked[:limit]]
+
+    def _take(self, cur: sqlite3.Cursor, want: int, visible: Callable[[str], bool] | None,
+              skip: dict[str, float]) -> list[tuple[str, float]]:
+        """The first *want* visible rows of *cur* not in *skip*, as (name, BM25; higher is better)."""
+        out: list[tuple[str, float]] = []
         for rowid, score in cur:
             name = self._names[rowid]
-            if visible is None or visible(name):
-                pool.append((name, -score))
-                if len(pool) >= want:
+            if name not in skip and (visible is None or visible(name)):
+                out.append((name, -score))
+                if len(out) >= want:
                     break
         cur.close()
-        return self._rerank(pool, concepts)[:limit]
+        return out
 
     def _df(self, phrase: str) -> int:
         """How many tools match *phrase* (cached until the index changes; the cache is bounded)."""
@@ -184,53 +233,3 @@ class SearchIndex:
             n = self._dfs[phrase] = self._db.execute(
                 "SELECT count(*) FROM tools WHERE tools MATCH ?", (_quote(phrase),)).fetchone()[0]
         return n
-
-    def _rerank(self, pool: Sequence[tuple[str, float]], concepts: Sequence[Concept]) -> list[SearchHit]:
-        if not pool:
-            return []
-        top = max(s for _, s in pool) or 1.0
-        asks_verb = any(c.verb for c in concepts)
-        # Each concept's phrases as (" word word", {words}) with plurals folded, computed once.
-        forms = [[_phrase_form(p) for p in c.phrases] for c in concepts]
-        hits = []
-        for name, score in pool:
-            head = self._head[name]
-            words = self._name_words[name]
-            said: set[str] = set()
-            covered = 0
-            for concept_forms in forms:
-                hit = False
-                for text, phrase_words in concept_forms:
-                    if text in head:
-                        hit = True
-                        said |= phrase_words
-                covered += hit
-            # Name words nobody asked for: "issues_create" beats "issues_create-for-org-and-enterprise".
-            extra = (sum(1 for w in words if not any(_related(w, p) for p in said)) / len(words)) if words else 0.0
-            # No action asked for: a question ("the repo's branches?") is a read.
-            read = 0.0 if asks_verb or not words or words[0] not in ("list", "get") else _READ_PRIOR
-            hits.append(SearchHit(name, _BM25_SHARE * score / top + covered / len(concepts)
-                                  - _EXTRA_PENALTY * extra + read))
-        hits.sort(key=lambda h: -h.score)
-        return hits
-
-
-def _phrase_form(phrase: str) -> tuple[str, frozenset[str]]:
-    # " pull request" matches " pull requests" in a head: word-prefix match stands in for stemming.
-    words = [_stem_prefix(w) for w in split_words(phrase)]
-    return " " + " ".join(words), frozenset(words)
-
-
-def _related(word: str, other: str) -> bool:
-    return word.startswith(other) or other.startswith(word)
-
-
-def _stem_prefix(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") else word
-
-
-def _local(name: str) -> str:
-    # "repos_list-branches" → "list-branches": the part before the first "_" is a namespace
-    # (a connector prefix or an OpenAPI tag) when the rest still says something.
-    head, sep, rest = name.partition("_")
-    return rest if sep and rest else name

@@ -3,7 +3,8 @@
 ``tests/data/discovery/github-tasks.yaml`` holds plain-words tasks, each with the operationIds that
 do it; :func:`evaluate` reports recall@1 and recall@5 of a :class:`SearchIndex` over them. The
 ranker was tuned on that set; ``HELDOUT`` was written after that tuning, ``FRESH`` after a look at
-the held-out misses, each to measure new wording honestly (see docs/discovery.md).
+the held-out misses, each to measure new wording honestly. ``BLIND`` (101 tasks) was written
+before the ranker's second round of work and is never tuned on: measured only (docs/discovery.md).
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ import yaml
 from gateway.discovery.index import SearchIndex, ToolDoc
 from gateway.discovery.openapi import operation_docs
 
-__all__ = ["GITHUB_SPEC", "TASKS", "HELDOUT", "FRESH", "Corpus", "github_corpus", "load_tasks", "evaluate", "Recall"]
+__all__ = ["GITHUB_SPEC", "TASKS", "HELDOUT", "FRESH", "BLIND", "DEV", "Corpus", "github_corpus", "load_tasks", "evaluate", "Recall"]
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 GITHUB_SPEC = _DATA / "openapi" / "github-api.json.gz"
 TASKS = _DATA / "discovery" / "github-tasks.yaml"
 HELDOUT = _DATA / "discovery" / "github-tasks-heldout.yaml"
 FRESH = _DATA / "discovery" / "github-tasks-fresh.yaml"
+BLIND = _DATA / "discovery" / "github-tasks-blind.yaml"
+DEV = _DATA / "discovery" / "github-tasks-dev.yaml"
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,4 +20,4 @@ def operation_docs(doc: dict[str, Any], operations: Any, prefix: str = "") -> It
         raw = (paths.get(op.path) or {}).get(op.method.lower()) or {}
         tags = [t for t in raw.get("tags") or () if isinstance(t, str)]
         tool = {**op.definition, "name": prefix + op.name}
-        yield doc_from_tool(tool, tags=tags, path=op.path, prefix=prefix)
+        yield doc_from_tool(tool, tags=tags, path=op.path, prefix=prefix, deprecated=raw.get("deprecated") is True)

@@ -1,20 +1,26 @@
-"""Splitting identifiers and prose into lower-case words.
+"""Splitting identifiers and prose into lower-case words, and stemming them.
 
 ``listPullRequests``, ``list_pull_requests``, ``list-pull-requests`` and ``pulls/list`` all become
-ordinary words, so a name is searchable by the words it is made of. Stemming is FTS5's (porter);
-this module only splits and lower-cases.
+ordinary words, so a name is searchable by the words it is made of. :func:`stem` folds inflections
+(Snowball's English stemmer: starred/stars → star, reviewers → review, merged/merging → merg) so
+the re-rank compares a caller's "starred" with a spec's "stars" the way FTS5's own porter
+tokenizer does for BM25. Stems are cached (bounded): a catalog has a few thousand distinct words.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-__all__ = ["split_words", "words_text"]
+import snowballstemmer
+
+__all__ = ["split_words", "words_text", "stem", "stems"]
 
 # camelCase / PascalCase / acronym boundaries: "getHTTPStatus" → get HTTP Status; an acronym's
 # plural stays one word ("PRs", "APIs").
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?<![A-Z]s)(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])(?![A-Z]s\b)")
 _NON_WORD = re.compile(r"[^0-9A-Za-z]+")
+_STEMMER = snowballstemmer.stemmer("english")
 
 
 def split_words(text: str) -> list[str]:
@@ -29,3 +35,14 @@ def split_words(text: str) -> list[str]:
 def words_text(text: str) -> str:
     """:func:`split_words` joined by spaces (what goes into an index column)."""
     return " ".join(split_words(text))
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The stem of one lower-case word ("repositories" → "repositori", "stars" → "star")."""
+    return str(_STEMMER.stemWord(word))
+
+
+def stems(text: str) -> list[str]:
+    """The stems of the words of *text*, in order."""
+    return [stem(w) for w in split_words(text)]

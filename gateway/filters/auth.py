@@ -70,7 +70,8 @@ class AccessFilter:
             if view.allow_all:
                 return await call_next(ctx)
             return await call_next(dataclasses.replace(ctx, visible=view.visible))
-        if ctx.target:
+        # A request the gateway serves itself (an endpoint's find_tools) names no catalog target.
+        if ctx.target and ctx.local is None:
             name = self._name(ctx)
             # A resource is usable by its public name or by its URI.
             if not view.allowed(name) and (name == ctx.target or not view.allowed(ctx.target)):

@@ -140,6 +140,8 @@ class TelemetryFilter:
         }
         if ctx.session.protocol_version:
             attrs["mcp.protocol.version"] = ctx.session.protocol_version
+        if ctx.endpoint:  # an endpoint (virtual server) of gateway.endpoints
+            attrs["mcp.gateway.endpoint"] = ctx.endpoint
         if method == "tools/call":
             attrs["gen_ai.tool.name"] = ctx.target
             attrs["gen_ai.operation.name"] = "execute_tool"
@@ -189,6 +191,9 @@ class TelemetryFilter:
                 self._children[key] = children
         children[0].inc()
         children[1].observe(elapsed)
+        if ctx.endpoint:  # endpoint names come from the config: bounded by it
+            metrics.ENDPOINT_REQUESTS.labels(metrics.bounded("endpoint", ctx.endpoint), metrics.method_label(method),
+                                             outcome).inc()
         if outcome in ("rate_limited", "denied"):
             # The tool a refused call named: the catalog's name, or one value for unknown names.
             tool = (target or metrics.UNKNOWN) if method == "tools/call" else ""

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from gateway.config import GatewayConfig
 
 __all__ = [
+    "ENDPOINT_REQUESTS",
     "REGISTRY",
     "NAMESPACE",
     "MAX_LABEL_VALUES",
@@ -144,6 +145,10 @@ RATE_LIMITED = Counter(
     "rate_limited", "Calls refused by a rate limit, by the rule scope that refused them, connector, tool "
     "(empty for other methods, _unknown for names the catalog does not know) and principal (opt-in).",
     ("connector", "scope", "tool", "principal"), namespace=NAMESPACE, registry=REGISTRY)
+ENDPOINT_REQUESTS = Counter(
+    "endpoint_requests", "MCP requests served by an endpoint (gateway.endpoints; /mcp is not one), by "
+    "endpoint, method and outcome.",
+    ("endpoint", "method", "outcome"), namespace=NAMESPACE, registry=REGISTRY)
 DENIED = Counter(
     "denied", "Calls refused by an access rule (authorization, after authentication), by method, "
     "connector, tool and principal (opt-in).",
@@ -242,7 +247,7 @@ def _exported_names() -> frozenset[str]:
                    SERVER_REQUESTS_REFUSED, HTTP_REFUSED,
                    BACKEND_CALL_DURATION, CONNECTOR_RECONNECTS, CONFIG_RELOADS, CONFIG_LAST_RELOAD,
                    AUDIT_QUEUE_DEPTH, AUDIT_EVENTS_WRITTEN, AUDIT_EVENTS_SPILLED, AUDIT_EVENTS_DROPPED,
-                   RESPONSE_CACHE,
+                   RESPONSE_CACHE, ENDPOINT_REQUESTS,
                    BUILD_INFO):
         for family in metric.describe():
             names.add(family.name)

@@ -38,6 +38,9 @@ from aiohttp import web
 from gateway.auth import Authenticator, Unauthenticated
 from gateway.config import GatewayConfig, HttpConfig
 from gateway.context import Principal
+from gateway.endpoints.http import add_routes as add_endpoint_routes
+from gateway.oauth.routes import OAuthRoutesHost
+from gateway.oauth.routes import add_routes as add_oauth_routes
 from gateway.protocol import jsonrpc
 from gateway.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST
 from gateway.state.bus import Bus
@@ -79,6 +82,10 @@ class HttpHost(SessionFactory, ModernHost, Protocol):
 
     async def status(self, query: StatusQuery) -> StatusView:
         """What the ``/status`` page shows now."""
+
+    @property
+    def oauth(self) -> OAuthRoutesHost:
+        """Upstream OAuth: /oauth/start/{id}, /oauth/callback, the client metadata document."""
 
 
 HOST_KEY: web.AppKey[HttpHost] = web.AppKey("host", HttpHost)
@@ -261,6 +268,9 @@ def build_app(host: HttpHost) -> web.Application:
     app.router.add_post("/messages", _guarded(guard, legacy.post))
     app.router.add_post("/messages/", _guarded(guard, legacy.post))
     app.router.add_get("/healthz", healthz)
+    # Endpoints (virtual servers): /mcp/{name}, /sse/{name} + /messages/{name}, behind the same guards.
+    add_endpoint_routes(app, functools.partial(_guarded, guard), lambda: getattr(host, "endpoints", None),
+                        lambda: host.config.gateway.http, lambda: host.config.gateway.session_idle_timeout_s, quota)
     app.router.add_get("/readyz", readyz)
 
     async def status(request: web.Request) -> web.StreamResponse:
@@ -287,6 +297,7 @@ def build_app(host: HttpHost) -> web.Application:
 
     app.router.add_get("/.well-known/oauth-protected-resource", prm)
     app.router.add_get("/.well-known/oauth-protected-resource/mcp", prm)
+    add_oauth_routes(app, host.oauth)  # a person's browser, not an MCP client: no credential asked
     # On the public port (no metrics_port), /metrics names tools and connectors: with auth on it
     # takes a credential like /mcp does.
     add_metrics_routes(app, host.config.telemetry, authorized_metrics)

@@ -25,7 +25,9 @@ import asyncio
 import json
 import os
 import sys
+import time
 import traceback
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +40,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from tests.support import running_gateway  # noqa: E402
 
-__all__ = ["gateway_config", "arguments_for", "drive", "main"]
+__all__ = ["gateway_config", "arguments_for", "drive", "run_scenario", "cli", "main"]
 
 MODERN = "2026-07-28"
 ROOT = "file:///conformance/root"
@@ -146,25 +148,39 @@ async def drive(gateway_url: str, context: dict[str, Any]) -> list[str]:
     return notes
 
 
-async def _main(url: str) -> int:
-    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    async with running_gateway(gateway_config(url)) as gw:
-        connector = gw.connectors["scenario"]
-        print(f"scenario {os.environ.get('MCP_CONFORMANCE_SCENARIO')}: connector up={connector.health().up}")
+async def run_scenario(config: str, context: dict[str, Any]) -> int:
+    """Start a gateway on ``config`` (its connector named ``scenario``) and drive it; 0 when done."""
+    began = time.monotonic()
+    async with running_gateway(config) as gw:
+        health = gw.connectors["scenario"].health()
+        print(f"scenario {os.environ.get('MCP_CONFORMANCE_SCENARIO')}: gateway up in {time.monotonic() - began:.1f}s, "
+              f"connector up={health.up} ({health.detail})")
         for note in await drive(gw.mcp_url, context):
             print(note)
+        print(f"drive done at {time.monotonic() - began:.1f}s")
+    print(f"gateway stopped at {time.monotonic() - began:.1f}s")
     return 0
 
 
-def main(argv: list[str]) -> int:
+async def _main(url: str) -> int:
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    return await run_scenario(gateway_config(url), context)
+
+
+def cli(argv: list[str], run: Callable[[str], Coroutine[Any, Any, int]]) -> int:
+    """A driver's command line: ``driver.py URL`` runs ``run(URL)``; 1 (with the traceback) when it raised."""
     if len(argv) != 2:
-        print("usage: connector_client.py URL", file=sys.stderr)
+        print(f"usage: {Path(argv[0]).name} URL", file=sys.stderr)
         return 2
     try:
-        return asyncio.run(_main(argv[1]))
+        return asyncio.run(run(argv[1]))
     except Exception:
         traceback.print_exc()
         return 1
+
+
+def main(argv: list[str]) -> int:
+    return cli(argv, _main)
 
 
 if __name__ == "__main__":

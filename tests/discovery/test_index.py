@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gateway.discovery import SearchIndex, ToolDoc, doc_from_tool
 
@@ -87,3 +89,89 @@ def test_find_result_carries_full_tool_objects_best_first() -> None:
     assert res["content"][0]["text"].splitlines()[1:] == [f"- b: {('Bee ' * 25)[:100]}…", "- a: Ay"]
     assert find_result([], tools)["structuredContent"] == {"tools": []}
     assert FIND_TOOLS["inputSchema"]["properties"]["limit"]["maximum"] == 50
+
+
+def _ann(kind: str) -> dict[str, bool]:
+    return {"read": {"readOnlyHint": True}, "write": {"readOnlyHint": False, "destructiveHint": False},
+            "delete": {"readOnlyHint": False, "destructiveHint": True}}[kind]
+
+
+def _tool(name: str, title: str, kind: str, description: str = "", **props: object) -> dict[str, object]:
+    return {"name": name, "title": title, "description": description, "annotations": _ann(kind),
+            "inputSchema": {"type": "object", "properties": props}}
+
+
+def test_the_kind_of_operation_asked_for_decides_between_same_worded_tools() -> None:
+    index = SearchIndex()
+    index.sync(doc_from_tool(t) for t in [
+        _tool("labels_list", "List labels on an issue", "read"),
+        _tool("labels_add", "Add labels to an issue", "write"),
+        _tool("labels_remove", "Remove a label from an issue", "delete"),
+    ])
+    assert doc_from_tool(_tool("x", "X", "delete")).kind == "delete"
+    assert index.search("which labels does the ticket have", 1)[0].name == "labels_list"
+    assert index.search("take the label off the ticket", 1)[0].name == "labels_remove"
+    assert index.search("add a label to the ticket", 1)[0].name == "labels_add"
+
+
+def test_the_catalogs_own_verbs_give_a_sentence_its_intent() -> None:
+    index = SearchIndex()
+    index.sync(doc_from_tool(t) for t in [
+        _tool("activity_star-repo", "Star a repository", "write"),
+        _tool("activity_star-gist", "Star a gist", "write"),
+        _tool("activity_list-starred-repos", "List repositories starred by a user", "read",
+              "Lists the repositories a user has starred, newest first, with the repo details."),
+    ])
+    # "star" opens two write tools' names: "star the repo" asks for a write, not a list.
+    assert index.search("star the repo", 1)[0].name == "activity_star-repo"
+    assert index.search("repos starred by octocat", 1)[0].name == "activity_list-starred-repos"
+
+
+def test_deprecated_tools_rank_below_current_ones() -> None:
+    current = _tool("teams_delete", "Delete a team", "delete")
+    legacy = _tool("teams_delete-legacy", "Delete a team (Legacy)", "delete")
+    assert doc_from_tool(legacy).deprecated and not doc_from_tool(current).deprecated
+    assert doc_from_tool({**current, "description": "Deletes it.\n\n(deprecated)"}).deprecated
+    index = SearchIndex()
+    index.sync([doc_from_tool(legacy), doc_from_tool(current)])
+    assert [h.name for h in index.search("delete the team", 2)] == ["teams_delete", "teams_delete-legacy"]
+
+
+def test_enum_values_are_searchable_words() -> None:
+    doc = doc_from_tool(_tool("pulls_list", "List pull requests", "read",
+                              state={"type": "string", "enum": ["open", "closed", "all"]},
+                              labels={"type": "array", "items": {"enum": ["needs-triage"]}}))
+    assert doc.param_names == "state open closed all labels needs triage"
+
+
+def test_a_tool_named_for_what_was_asked_is_found_under_many_wordy_ones() -> None:
+    # Sixty tools whose long descriptions repeat "markdown" and "html" outrank, by BM25, the one
+    # whose name says it; the name/title candidates bring it into the re-rank, which puts it first.
+    docs = [ToolDoc(f"comments_get-{i}", f"Get comment {i}", "Markdown and HTML " * 20) for i in range(80)]
+    docs.append(ToolDoc("markdown_render", "Render a Markdown document", "Renders text."))
+    index = SearchIndex()
+    index.sync(docs)
+    assert index.search("render markdown", 1)[0].name == "markdown_render"
+    # And forgets it when it is gone.
+    index.sync(docs[:-1])
+    assert all(h.name != "markdown_render" for h in index.search("render markdown", 50))
+
+
+_FUZZ_INDEX = SearchIndex()
+_FUZZ_INDEX.sync(doc_from_tool(t) for t in [
+    _tool("labels_list", "List labels on an issue", "read"), _tool("labels_add", "Add labels", "write"),
+    _tool("labels_remove", "Remove a label", "delete"), _tool("users_unfollow", "Unfollow a user", "delete"),
+    _tool("teams_delete-legacy", "Delete a team (Legacy)", "delete"),
+])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["stop", "following", "show", "me", "my", "who", "label", "labels", "add",
+                                 "remove", "take", "off", "team", "legacy", '"', "NEAR(", "*", "OR", "ing"]),
+                max_size=8).map(" ".join), st.integers(min_value=-2, max_value=60))
+def test_any_query_ranks_only_visible_tools_within_the_limit(query: str, limit: int) -> None:
+    hidden = "labels_add"
+    hits = _FUZZ_INDEX.search(query, limit, visible=lambda name: name != hidden)
+    assert len(hits) <= max(1, min(limit, 50))
+    assert all(h.name != hidden for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)

@@ -26,7 +26,7 @@ from gateway.protocol.headers import expected_headers
 from gateway.tasks import TaskHandles
 from tests.connectors.mcp.test_gateway_e2e import config
 from tests.e2e.rawhttp import initialize, messages_of
-from tests.support import RunningGateway, running_gateway
+from tests.support import RunningGateway, running_gateway, serving
 
 MODERN = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
@@ -124,15 +124,8 @@ async def task_server() -> AsyncIterator[tuple[TaskServer, str]]:
     server = TaskServer()
     app = web.Application()
     app.router.add_post("/mcp", server.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield server, f"http://127.0.0.1:{port}/mcp"
-    finally:
-        await runner.cleanup()
+    async with serving(app) as url:
+        yield server, url + "/mcp"
 
 
 class Downstream:

@@ -1,0 +1,197 @@
+"""The second ranking stage: re-scoring BM25's best candidates by what they cover.
+
+BM25 (stage one, in :mod:`.index`) finds candidates; it rewards a word repeated in a long
+description as much as a word in the name, and a common word ("repository") nearly as much as the
+one word that says what the caller wants ("stargazers"). This stage scores each candidate by:
+
+* **coverage**: for each concept of the query, the best field it occurs in (name 1.0, title 0.9,
+  tags and path 0.5, description 0.3, parameter names 0.2), weighted by the concept's IDF over
+  the catalog, as a share of what full coverage would score. A concept no tool has (a person's
+  name, a version number) weighs nothing; a rare one weighs most. Words are compared as stems
+  (:func:`~gateway.discovery.words.stem`), a concept's phrase matches a field when all its stems
+  occur in it;
+* **BM25**, normalised to the best candidate, as a tie-breaker with half coverage's weight;
+* **extra name words**: the tool's name content words no concept asked for, over the name's
+  length + 1, the namespace counting half and function words (by, for) not at all
+  (``issues_create`` beats ``issues_create-for-org-and-enterprise`` when nobody said "org");
+* **deprecated** tools lose a little to current ones doing the same;
+* **intent** (:mod:`.intent`): the query's kind of operation against the tool's annotations;
+* **soft hints**: "my" → authenticated user, "who" → user/member, a plural read → list: a small
+  bonus when the name or title matches, never a cost.
+
+:class:`HeadIndex` (tools by name and title stems) supplies the candidates BM25 ranks too low and
+the catalog's own verbs (first words of names, with the kinds of the tools they start).
+
+Each tool's stems are computed once, when it is indexed (:func:`profile`), as one space-joined
+string per field: matching a stem is a substring test, and 6,000 profiles stay a few MB.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from gateway.discovery.intent import agreement
+from gateway.discovery.synonyms import Concept, Query
+from gateway.discovery.words import split_words, stem
+
+__all__ = ["Profile", "profile", "rerank", "HeadIndex", "FIELD_WEIGHTS"]
+
+# Field order of a Profile and how much a concept found there says about the tool.
+FIELD_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 0.2)  # name, title, tags, path, description, params
+_BM25_SHARE = 0.5
+_EXTRA_PENALTY = 0.6
+_SOFT_BONUS = 0.1
+_HEAD_CAP = 400
+_NAMESPACE_SHARE = 0.5
+_DEPRECATED_PENALTY = 0.1
+_FUNCTION_WORDS = frozenset("a an the for in on at by with from to of and or into onto as".split())
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """A tool's stems per field (each `` s1 s2 ... ``), its name's stems (namespace apart) and
+    its kind."""
+
+    fields: tuple[str, ...]
+    name: tuple[str, ...]
+    kind: str
+    namespace: tuple[str, ...] = ()
+    deprecated: bool = False
+
+
+def _joined(text: str) -> str:
+    return " " + " ".join(dict.fromkeys(stem(w) for w in split_words(text))) + " "
+
+
+def profile(name: str, title: str, tags: str, path: str, description: str, param_names: str,
+            kind: str, deprecated: bool = False) -> Profile:
+    """The :class:`Profile` of one tool; *name* is its local name (no connector prefix). Its
+    namespace (``issues`` of ``issues_remove-label``) is matched like any name word and counts
+    half as an extra word nobody asked for (``enterprise-teams_delete`` when nobody said
+    "enterprise")."""
+    head, sep, rest = name.partition("_")
+    own, space = (rest, head) if sep and rest else (name, "")
+    return Profile((_joined(name), _joined(title), _joined(tags), _joined(path), _joined(description),
+                    _joined(param_names)), _content(own), kind, _content(space), deprecated)
+
+
+def _content(text: str) -> tuple[str, ...]:
+    # The stems of a name's content words: "list-repos-starred-by-user" has no extra word "by".
+    return tuple(stem(w) for w in split_words(text) if w not in _FUNCTION_WORDS)
+
+
+@lru_cache(maxsize=4096)
+def _phrase(phrase: str) -> tuple[str, ...]:
+    return tuple(f" {stem(w)} " for w in split_words(phrase))
+
+
+def _match(prof: Profile, phrases: Sequence[tuple[str, ...]]) -> float:
+    """The weight of the best field in which any of *phrases* occurs (0 when none does)."""
+    for field, weight in zip(prof.fields, FIELD_WEIGHTS, strict=True):
+        for words in phrases:
+            if len(words) == 1:
+                if words[0] in field:
+                    return weight
+            elif words and all(w in field for w in words):
+                return weight
+    return 0.0
+
+
+class HeadIndex:
+    """Tools by the stems of their name and title, for the candidates BM25 ranks too low: a tool
+    whose name says what was asked ("markdown render") can sit below sixty long descriptions that
+    mention the word. Only stems in at most :data:`_HEAD_CAP` tools are looked up ("list", "repo"
+    pick nothing out of a catalog); a few MB at 6,000 tools."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, set[str]] = {}
+        # The catalog's own verbs: the first word of each name (namespace apart) with the kinds of
+        # the tools it starts ("star" → write, "unstar" → delete, "list" → read), and namespaces.
+        self._leads: dict[str, Counter[str]] = {}
+        self._spaces: Counter[str] = Counter()
+
+    def add(self, name: str, prof: Profile) -> None:
+        for word in set((prof.fields[0] + prof.fields[1]).split()):
+            self._tools.setdefault(word, set()).add(name)
+        if prof.name and prof.kind:
+            self._leads.setdefault(prof.name[0], Counter())[prof.kind] += 1
+        self._spaces.update(prof.namespace)
+
+    def remove(self, name: str, prof: Profile) -> None:
+        for word in set((prof.fields[0] + prof.fields[1]).split()):
+            tools = self._tools.get(word)
+            if tools is not None:
+                tools.discard(name)
+                if not tools:
+                    del self._tools[word]
+        if prof.name and prof.kind and prof.name[0] in self._leads:
+            self._leads[prof.name[0]][prof.kind] -= 1
+            if self._leads[prof.name[0]].total() <= 0:
+                del self._leads[prof.name[0]]
+        self._spaces.subtract(prof.namespace)
+
+    def verb_kind(self, word: str) -> str:
+        """The kind of operation the catalog's names mean by the verb *word* (a stem): the kind of
+        at least 3/4 of the two or more tools whose names start with it; "" if it is no verb of
+        the catalog (or a namespace: "copilot ...", "repos ..." start names without being verbs)."""
+        kinds = self._leads.get(word)
+        if not kinds or self._spaces[word] > 0:
+            return ""
+        kind, n = kinds.most_common(1)[0]
+        total = kinds.total()
+        return kind if total >= 2 and n >= 0.75 * total else ""
+
+    def candidates(self, query: Query, df: Callable[[str], int], total: int) -> list[str]:
+        """Tools whose name or title holds a concept's phrase, most IDF-weighted concepts first."""
+        score: dict[str, float] = {}
+        for concept in query.concepts:
+            if concept.verb:
+                continue
+            weight = _idf(concept, df, total)
+            found: set[str] = set()
+            for phrase in concept.phrases:
+                sets = sorted((self._tools.get(w.strip(), set()) for w in _phrase(phrase)), key=len)
+                if sets and 0 < len(sets[0]) <= _HEAD_CAP:
+                    found |= sets[0].intersection(*sets[1:])
+            for name in found:
+                score[name] = score.get(name, 0.0) + weight
+        return sorted(score, key=lambda n: (-score[n], n))
+
+
+def rerank(pool: Sequence[tuple[str, float]], query: Query, profiles: dict[str, Profile],
+           df: Callable[[str], int], total: int) -> list[tuple[str, float]]:
+    """*pool* (name, BM25 score; higher is better) re-scored for *query*, best first. *df* counts
+    the tools a phrase occurs in, *total* is the number of tools indexed."""
+    if not pool:
+        return []
+    top = max(s for _, s in pool) or 1.0
+    concepts = [[_phrase(p) for p in c.phrases] for c in query.concepts]
+    weights = [_idf(c, df, total) for c in query.concepts]
+    full = sum(weights) or 1.0
+    soft = [[_phrase(p) for p in c.phrases] for c in query.soft]
+    asked = {w.strip() for c in concepts + soft for words in c for w in words}
+    out = []
+    for name, score in pool:
+        prof = profiles[name]
+        covered = sum(w * _match(prof, c) for c, w in zip(concepts, weights, strict=True)) / full
+        hint = sum(m for m in (_match(prof, c) for c in soft) if m >= FIELD_WEIGHTS[1])
+        # Smoothed share: a one-word name ("render") is not wholly unexplained for lacking one word.
+        extra = (sum(1 for w in prof.name if w not in asked)
+                 + _NAMESPACE_SHARE * sum(1 for w in prof.namespace if w not in asked)) / (len(prof.name) + 1)
+        out.append((name, _BM25_SHARE * score / top + covered - _EXTRA_PENALTY * extra
+                    + agreement(query.intent, prof.kind) + _SOFT_BONUS * hint
+                    - (_DEPRECATED_PENALTY if prof.deprecated else 0.0)))
+    out.sort(key=lambda h: -h[1])
+    return out
+
+
+def _idf(concept: Concept, df: Callable[[str], int], total: int) -> float:
+    # The concept is as informative as its most specific phrase the catalog has; absent → nothing.
+    counts = [n for n in (df(p) for p in concept.phrases) if n > 0]
+    if not counts:
+        return 0.0
+    return math.log(1.0 + total / min(counts))

@@ -1,0 +1,105 @@
+"""``discovery: search``: an endpoint that lists ``find_tools`` and ``call_tool`` instead of its
+catalog (definitions in :mod:`gateway.discovery.tools`).
+
+* ``tools/list`` answers the two tools (:meth:`EndpointSearch.listing`);
+* ``find_tools`` is served by the endpoint itself, as a local handler at the end of the filter
+  chain (so it is counted, traced, audited and rate-limited like a call; access rules do not name
+  it: it only ever shows what the caller may use). It ranks the endpoint's tools with
+  :class:`~gateway.discovery.catalog_search.CatalogSearch` over the endpoint's view, the caller's
+  visibility (the access rules of its principal, on the catalog's names) applied before the top
+  *k*, and answers full Tool objects as the endpoint serves them (renamed, fixed arguments hidden);
+* ``call_tool {name, arguments}`` never reaches this module: the view's ``translate`` rewrites it
+  into the ``tools/call`` of the named tool before the context is built, so access rules,
+  argument validation, rate limits, audit and telemetry see that tool, not ``call_tool``;
+* the tools found are callable directly by name on the endpoint, as on a ``list`` endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gateway.discovery.catalog_search import CatalogSearch
+from gateway.discovery.index import MAX_LIMIT, MAX_QUERY
+from gateway.discovery.tools import CALL_TOOL, DEFAULT_LIMIT, FIND_TOOLS
+from gateway.filters.auth import AccessFilter
+
+if TYPE_CHECKING:
+    from gateway.context import CallContext, LocalHandler
+    from gateway.endpoints.view import EndpointView
+    from gateway.filters import Filter
+
+__all__ = ["EndpointSearch", "FiltersSource"]
+
+
+class FiltersSource(Protocol):
+    """Where the current filter chain is read (the gateway: a reload replaces it)."""
+
+    @property
+    def filters(self) -> Sequence[Filter]: ...
+
+
+def _tool_error(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+class EndpointSearch:
+    """The search mode of one endpoint (see the module doc)."""
+
+    tools: dict[str, dict[str, Any]] = {"find_tools": FIND_TOOLS, "call_tool": CALL_TOOL}
+
+    def __init__(self, view: EndpointView, chain: FiltersSource) -> None:
+        self.view = view
+        self.chain = chain
+        self._index: CatalogSearch | None = None  # built on the first search or warm-up
+        # One user of the index at a time: a refresh runs in a worker thread (thousands of tools
+        # take seconds to index; the event loop keeps serving meanwhile).
+        self._lock = asyncio.Lock()
+
+    async def _ready(self) -> CatalogSearch:
+        async with self._lock:
+            if self._index is None:
+                self._index = CatalogSearch(self.view)
+            if self._index.stale():
+                await asyncio.to_thread(self._index.refresh)
+            return self._index
+
+    async def warm(self) -> None:
+        """Bring the index up to the endpoint's tools now (after a catalog rebuild), so the next
+        ``find_tools`` does not wait for it."""
+        await self._ready()
+
+    def local_handler(self, method: str, params: dict[str, Any]) -> LocalHandler | None:
+        """The handler of a request the endpoint serves itself (``find_tools``), else None."""
+        if method == "tools/call" and params.get("name") == "find_tools":
+            return self.find
+        return None
+
+    def _visible(self, ctx: CallContext) -> Callable[[str], bool] | None:
+        for flt in self.chain.filters:
+            if isinstance(flt, AccessFilter):
+                access = flt.policy.for_principal(ctx.principal)
+                if access.allow_all:
+                    return None
+                view = self.view
+                return lambda name: access.allowed(view.source("tools", name) or name)
+        return None
+
+    async def find(self, ctx: CallContext) -> dict[str, Any]:
+        """``find_tools {query, limit?}``: bad arguments are a tool error the model can act on."""
+        args = ctx.arguments
+        extra = sorted(set(args) - {"query", "limit"})
+        if extra:
+            return _tool_error(f"find_tools: unexpected argument(s) {', '.join(extra)}; it takes query and limit")
+        query = args.get("query")
+        if not isinstance(query, str) or not query.strip() or len(query) > MAX_QUERY:
+            return _tool_error(f"find_tools: query must be a non-empty string of at most {MAX_QUERY} characters, "
+                               "saying in plain words what you want to do")
+        limit = args.get("limit", DEFAULT_LIMIT)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            return _tool_error(f"find_tools: limit must be an integer from 1 to {MAX_LIMIT}")
+        ctx.record.backend_target = "find_tools"
+        index = await self._ready()
+        async with self._lock:  # a warm-up may have started since: never search while it writes
+            return index.find(query, limit, self._visible(ctx))
