@@ -125,6 +125,8 @@ class Gateway:
         self.state: StateStore = make_store(config.state)
         self.bus = Bus(self.state)  # routed messages by kind (the HTTP app starts the store with it)
         self._parked_elsewhere = ParkedElsewhere(self.bus, self) if self.state.shared else None
+        if self.state.shared:  # subscriptions held for sessions are taken over when their replica goes
+            self.subscriptions.share(self.state, self.bus, self.sessions.get)
         # Upstream OAuth (gateway/oauth): token store, broker and routes, opened once a connector needs them.
         self.oauth = OAuthService(lambda: self.config, self.state, self.bus)
         self.filters: list[Filter] = []
@@ -172,6 +174,7 @@ class Gateway:
         if not serving:
             return
         self.spawn(self._probe_backends())
+        self.subscriptions.start()  # with replicas: the takeover sweep (a no-op otherwise)
         self.endpoints.warm(self.spawn)  # search endpoints index their tools in the background
         self.started_at = self.config_loaded_at = time.time()
         self.ready = True
@@ -365,6 +368,7 @@ class Gateway:
         self.parked.close()
         for session in list(self.sessions.values()):
             await session.close()
+        await self.subscriptions.close()
         await self.state.close()
         for task in list(self._background):
             task.cancel()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 __all__ = ["StateStore", "Deliver", "new_replica_id"]
@@ -56,3 +56,27 @@ class StateStore(Protocol):
     async def route(self, replica: str | None, message: dict[str, Any]) -> int:
         """Send ``message`` to one replica (None: to every other one); returns how many replicas
         received it (0: the one named is gone)."""
+
+    # -- places under a cap shared by replicas (gateway.http.max_sessions; :mod:`gateway.transports.quota`)
+    async def claim_place(self, scopes: Sequence[tuple[str, int]], member: str, ttl_s: float) -> tuple[int, int] | None:
+        """Atomically give ``member`` a place in every scope (a name, and the most places it has),
+        each place expiring after ``ttl_s`` unless refreshed; None when taken, else the index of the
+        first full scope and how many places it holds (then nothing is taken)."""
+
+    async def refresh_place(self, scopes: Sequence[str], member: str, ttl_s: float) -> None:
+        """Push a held place's expiry ``ttl_s`` ahead (a place nobody holds is not created)."""
+
+    async def release_place(self, scopes: Sequence[str], member: str) -> None: ...
+
+    async def count_places(self, scope: str) -> int:
+        """The unexpired places of a scope."""
+
+    # -- upstream resource subscriptions held for sessions (:mod:`gateway.subscriptions`) ------------
+    async def hold(self, entries: Sequence[str], held: bool) -> None:
+        """Record that this replica holds (``held``) or no longer holds these subscription entries."""
+
+    async def held_here(self) -> set[str]:
+        """The entries the store says this replica holds (another may have taken some over)."""
+
+    async def take_over(self) -> list[str]:
+        """Move to this replica the entries held by replicas that are gone; the entries moved."""

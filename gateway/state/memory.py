@@ -8,6 +8,7 @@ path (``shared`` is False): a single replica costs exactly what it did before th
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from .base import Deliver
@@ -67,3 +68,25 @@ class MemoryStore:
 
     async def route(self, replica: str | None, message: dict[str, Any]) -> int:
         return 0  # there is no other replica
+
+    # The in-process session cap (quota.py) and subscriptions count in memory: never asked here.
+    async def claim_place(self, scopes: Sequence[tuple[str, int]], member: str, ttl_s: float) -> tuple[int, int] | None:
+        return None
+
+    async def refresh_place(self, scopes: Sequence[str], member: str, ttl_s: float) -> None:
+        return None
+
+    async def release_place(self, scopes: Sequence[str], member: str) -> None:
+        return None
+
+    async def count_places(self, scope: str) -> int:
+        return 0
+
+    async def hold(self, entries: Sequence[str], held: bool) -> None:
+        return None
+
+    async def held_here(self) -> set[str]:
+        return set()
+
+    async def take_over(self) -> list[str]:
+        return []

@@ -229,10 +229,11 @@ def build_app(host: HttpHost) -> web.Application:
     http = host.config.gateway.http
     app = web.Application(client_max_size=http.max_body_bytes)
     app[HOST_KEY] = host
-    quota = SessionQuota(lambda: host.config.gateway.http)
-    # Replicas sharing sessions through state.store; records live as long as an idle session would.
-    shared = SharedSessions(host.state, host.session_record, lambda: host.config.gateway.session_idle_timeout_s) \
-        if host.state.shared else None
+    # Replicas sharing sessions through state.store; records (and places under the session cap,
+    # counted in the store then) live as long as an idle session would.
+    record_ttl = lambda: host.config.gateway.session_idle_timeout_s  # noqa: E731
+    quota = SessionQuota(lambda: host.config.gateway.http, host.state, record_ttl)
+    shared = SharedSessions(host.state, host.session_record, record_ttl, quota) if host.state.shared else None
     streamable = StreamableHTTP(host, http, ModernHTTP(host, http), quota, shared)
     legacy = LegacySSE(host, http, quota=quota, store=host.state,
                        record_ttl_s=host.config.gateway.session_idle_timeout_s)

@@ -39,6 +39,8 @@ from gateway.session import Session
 from gateway.state import StateStore
 from gateway.state.records import principal_of
 
+from .quota import SessionQuota
+
 __all__ = ["SharedSessions", "BROADCASTS", "RECORD_METHODS", "EVENT_LOG_TTL_S"]
 
 log = logging.getLogger("gateway.replicas")
@@ -66,10 +68,11 @@ class SharedSessions:
     """The store side of shared sessions: records, TTLs and routed messages."""
 
     def __init__(self, store: StateStore, record_of: Callable[[Session], dict[str, Any]],
-                 ttl_s: Callable[[], float]) -> None:
+                 ttl_s: Callable[[], float], quota: SessionQuota | None = None) -> None:
         self.store = store
         self._record_of = record_of
         self._ttl_s = ttl_s
+        self.quota = quota  # its places live as long as the records (:mod:`.quota`)
         self._touched: dict[str, float] = {}
 
     @property
@@ -89,24 +92,29 @@ class SharedSessions:
         await self.store.save_session(session.id, self._record_of(session), self._ttl_s())
         self._touched[session.id] = time.monotonic()
 
-    async def touch(self, session_id: str) -> None:
-        """Keep the record alive while the session is used (at most one write per tenth of the TTL)."""
+    async def touch(self, session: Session) -> None:
+        """Keep the record (and the session's place under the cap) alive while the session is used:
+        at most one write per tenth of the TTL."""
         ttl = self._ttl_s()
         now = time.monotonic()
-        if now - self._touched.get(session_id, 0.0) > ttl / 10:
-            self._touched[session_id] = now
-            await self.store.touch_session(session_id, ttl)
+        if now - self._touched.get(session.id, 0.0) > ttl / 10:
+            self._touched[session.id] = now
+            await self.store.touch_session(session.id, ttl)
+            if self.quota is not None:
+                await self.quota.refresh(session.principal, session.id)
 
     async def changed(self, session: Session) -> None:
         """The record changed here (log level, subscriptions): save it, tell the other copies."""
         await self.save(session)
         await self.store.route(None, {"t": "refresh", "sid": session.id, "log_level": session.log_level})
 
-    async def ended(self, session_id: str) -> None:
-        """DELETE: the session ends everywhere."""
-        self._touched.pop(session_id, None)
-        await self.store.drop_session(session_id)
-        await self.store.route(None, {"t": "closed", "sid": session_id})
+    async def ended(self, session: Session) -> None:
+        """DELETE: the session ends everywhere, and frees its place under the cap."""
+        self._touched.pop(session.id, None)
+        await self.store.drop_session(session.id)
+        if self.quota is not None:
+            await self.quota.end(session.principal, session.id)
+        await self.store.route(None, {"t": "closed", "sid": session.id})
 
     def forget(self, session_id: str) -> None:
         self._touched.pop(session_id, None)

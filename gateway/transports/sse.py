@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from typing import Any
 
 from aiohttp import web
@@ -73,17 +74,19 @@ class LegacySSE:
         if not self.sessions.accepting:
             return rpc_error(503, INTERNAL_ERROR, "Service Unavailable: the gateway is shutting down")
         quota = self.quota
+        place = secrets.token_urlsafe(16)  # the stream's place under a cap shared by replicas
         if quota is not None:
-            refused = quota.acquire(principal)
+            refused = await quota.acquire(principal, place)
             if refused is not None:
                 return quota_refused(refused)
         try:
-            return await self._serve(request, principal)
+            return await self._serve(request, principal, place)
         finally:
             if quota is not None:
                 quota.release(principal)
+                await quota.end(principal, place)
 
-    async def _serve(self, request: web.Request, principal: Principal) -> web.StreamResponse:
+    async def _serve(self, request: web.Request, principal: Principal, place: str) -> web.StreamResponse:
         writer: SSEWriter | None = None
 
         async def send(message: dict[str, Any], related_request_id: object = None) -> None:
@@ -97,7 +100,7 @@ class LegacySSE:
         keeper: asyncio.Task[None] | None = None
         try:
             if self.store is not None:
-                keeper = asyncio.create_task(self._keep_record(session))
+                keeper = asyncio.create_task(self._keep_record(session, place))
             await writer.send_raw(f"event: endpoint\ndata: {self.messages_path}?session_id={session.id}\n\n".encode())
             await writer.wait_closed(keepalive_s=self.http.keepalive_s)
         except ConnectionResetError:
@@ -111,14 +114,17 @@ class LegacySSE:
         return writer.response
 
     # -- the record other replicas route POSTs by ------------------------------------------------
-    async def _keep_record(self, session: Session) -> None:
-        """Save the stream's record, and again every third of its TTL while the stream is open (a
-        crashed owner's record expires; a store error is retried at the next beat)."""
+    async def _keep_record(self, session: Session, place: str) -> None:
+        """Save the stream's record, and again every third of its TTL while the stream is open, with
+        its place under the session cap (a crashed owner's record and place expire; a store error is
+        retried at the next beat)."""
         assert self.store is not None
         record = {**session_record(session), "owner": self.store.replica}
         while True:
             try:
                 await self.store.save_session(f"sse.{session.id}", record, self.record_ttl_s)
+                if self.quota is not None:
+                    await self.quota.refresh(session.principal, place)
             except Exception as exc:
                 log.warning("sse session %s: saving its record failed: %r", session.id, exc)
             await asyncio.sleep(self.record_ttl_s / 3)

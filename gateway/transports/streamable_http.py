@@ -167,7 +167,7 @@ class StreamableHTTP:
         if session.principal != principal:
             return rpc_error(403, INVALID_REQUEST, "Forbidden: the session belongs to another principal")
         if self.shared is not None:
-            await self.shared.touch(session_id)
+            await self.shared.touch(session)
             messages = await self.shared.route_frame(session, messages)
         # The trace context travels with each request (concurrent POSTs must not swap parents).
         traceparent = request.headers.get("traceparent")
@@ -213,14 +213,14 @@ class StreamableHTTP:
 
     async def _initialize(self, request: web.Request, message: dict[str, Any], principal: Principal) -> web.StreamResponse:
         quota = self.quota
+        channel = _Channel(self.http.json_response, self.shared)
+        session = self.sessions.open_session("streamable_http", channel.send, principal)
         if quota is not None:
-            refused = quota.acquire(principal)
+            refused = await quota.acquire(principal, session.id)
             if refused is not None:
                 return quota_refused(refused, message.get("id"))
-        channel = _Channel(self.http.json_response, self.shared)
         headers = {}
         try:
-            session = self.sessions.open_session("streamable_http", channel.send, principal)
             channel.session = session
             session.caller_authorization = request.headers.get("Authorization")
             reply = await session.handle_request(message, request.headers.get("traceparent"))
@@ -233,6 +233,7 @@ class StreamableHTTP:
         finally:
             if quota is not None and not headers:  # not established: its place is free again
                 quota.release(principal)
+                await quota.end(principal, session.id)
         return web.Response(body=jsonrpc.dumps(reply), content_type="application/json", headers=headers)
 
     # -- replicas -------------------------------------------------------------------------------
@@ -372,7 +373,7 @@ class StreamableHTTP:
         if channel.session.principal != principal:
             return rpc_error(403, INVALID_REQUEST, "Forbidden: the session belongs to another principal")
         if self.shared is not None:
-            await self.shared.ended(session_id)
+            await self.shared.ended(channel.session)
         await self.close_session(session_id)
         return web.Response(status=204)
 

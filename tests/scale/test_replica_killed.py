@@ -1,5 +1,8 @@
 """Three gateway processes behind HAProxy round robin, sharing Redis and a PostgreSQL audit log:
-one is SIGKILLed in the middle of a session, and the session goes on on the others."""
+one is SIGKILLed in the middle of a run. A 2025-11-25 session (SDK client) goes on on the others, its
+call in flight on the killed replica fails with a clear error on its resumed stream (``Last-Event-ID``
+on a GET that lands on another replica), a 2026-07-28 SDK client (stateless, MRTR sampling) goes on
+too, and every answered call of both is in the audit log."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from mcp import types
 from mcp.client import ClientRequestContext
 
 from tests.conformance.test_conformance import reference
-from tests.e2e.clients import sdk_client
+from tests.e2e.clients import MODERN, sdk_client
 from tests.scale.harness import roundrobin_proxy, sse_events, state_section
 from tests.support import gateway_process
 
@@ -43,6 +46,8 @@ async def test_a_session_survives_the_sigkill_of_a_replica(pg_url: str) -> None:
         procs = [await stack.enter_async_context(gateway_process(config)) for _ in range(3)]
         url = await stack.enter_async_context(roundrobin_proxy([p.url for p in procs]))
         session = await stack.enter_async_context(sdk_client("streamable_http", url=url, sampling_callback=_sample))
+        modern = await stack.enter_async_context(sdk_client("streamable_http", url=url, sampling_callback=_sample,
+                                                            revision=MODERN))
         http = await stack.enter_async_context(aiohttp.ClientSession())
         db = await asyncpg.connect(pg_url)
         stack.push_async_callback(db.close)
@@ -56,8 +61,23 @@ async def test_a_session_survives_the_sigkill_of_a_replica(pg_url: str) -> None:
             assert isinstance(content, types.TextContent) and content.text == f"LLM response: RUN-{run.upper()}-{i}"
             answered += 1
 
+        async def modern_call(i: int) -> None:  # no session: each leg (and MRTR retry) on another replica
+            nonlocal answered
+            args = {"prompt": f"modern-{run}-{i}"}
+            first = await modern.call_tool("test_sampling", args, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult) and first.input_requests is not None
+            [(key, asked)] = first.input_requests.items()
+            assert isinstance(asked, types.CreateMessageRequest)
+            answer = {key: await _sample(None, asked.params)}  # type: ignore[arg-type]
+            result = await modern.call_tool("test_sampling", args, input_responses=answer,  # type: ignore[arg-type]
+                                            request_state=first.request_state)
+            content = result.content[0]
+            assert isinstance(content, types.TextContent) and content.text == f"LLM response: MODERN-{run.upper()}-{i}"
+            answered += 1
+
         for i in range(6):
             await call(i)
+            await modern_call(i)
         [sid] = {r["session_id"] for r in await db.fetch(
             "SELECT session_id FROM gw_audit_events WHERE arguments->>'prompt' LIKE $1", f"run-{run}-%")}
 
@@ -90,9 +110,14 @@ async def test_a_session_survives_the_sigkill_of_a_replica(pg_url: str) -> None:
         # The session goes on: every further call lands on a live replica, sampling answers included.
         for i in range(6, 15):
             await call(i)
-        assert answered == 15
+            await modern_call(i)
+        assert answered == 30
         # Every answered call is in the audit log, whichever replica served it.
         rows = await db.fetch("SELECT arguments->>'prompt' AS p, outcome, instance FROM gw_audit_events "
                               "WHERE method = 'tools/call' AND arguments->>'prompt' LIKE $1", f"run-{run}-%")
         assert sorted(r["p"] for r in rows if r["outcome"] == "ok") == sorted(f"run-{run}-{i}" for i in range(15))
+        assert len({r["instance"] for r in rows}) >= 2
+        rows = await db.fetch("SELECT arguments->>'prompt' AS p, outcome, instance FROM gw_audit_events "
+                              "WHERE method = 'tools/call' AND arguments->>'prompt' LIKE $1", f"modern-{run}-%")
+        assert {r["p"] for r in rows if r["outcome"] == "ok"} == {f"modern-{run}-{i}" for i in range(15)}
         assert len({r["instance"] for r in rows}) >= 2
