@@ -2,14 +2,18 @@
 one is SIGKILLed in the middle of a run. A 2025-11-25 session (SDK client) goes on on the others, its
 call in flight on the killed replica fails with a clear error on its resumed stream (``Last-Event-ID``
 on a GET that lands on another replica), a 2026-07-28 SDK client (stateless, MRTR sampling) goes on
-too, and every answered call of both is in the audit log."""
+too, a 2026-07-28 call in flight on the killed replica fails at once with a broken-connection error
+(no hang) and the next call is served by another replica, and every answered call of both is in the
+audit log."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import secrets
+import sys
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import aiohttp
 import asyncpg
@@ -18,9 +22,12 @@ from mcp import types
 from mcp.client import ClientRequestContext
 
 from tests.conformance.test_conformance import reference
+from tests.connectors.mcp.helpers import wait_port
 from tests.e2e.clients import MODERN, sdk_client
 from tests.scale.harness import roundrobin_proxy, sse_events, state_section
-from tests.support import gateway_process
+from tests.support import GatewayProcess, free_port, gateway_process
+
+HOLDING = Path(__file__).with_name("watched_upstream.py")  # its ``hold`` tool: a call that stays in flight
 
 
 async def _sample(ctx: ClientRequestContext, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
@@ -30,6 +37,36 @@ async def _sample(ctx: ClientRequestContext, params: types.CreateMessageRequestP
                                      content=types.TextContent(type="text", text=question.text.upper()))
 
 
+async def _in_flight(http: aiohttp.ClientSession, proc: GatewayProcess) -> float:
+    """The replica's ``requests_in_flight`` gauge (MCP requests it is serving now)."""
+    async with http.get(proc.url + "/metrics") as resp:
+        text = await resp.text()
+    [value] = [line.split()[1] for line in text.splitlines() if line.startswith("mcp_gateway_requests_in_flight ")]
+    return float(value)
+
+
+async def _holder(http: aiohttp.ClientSession, procs: list[GatewayProcess]) -> GatewayProcess:
+    """The one replica serving a request now (waiting for the request to get there)."""
+    async with asyncio.timeout(10):
+        while True:
+            busy = [p for p in procs if await _in_flight(http, p) > 0]
+            if busy:
+                [holder] = busy
+                return holder
+            await asyncio.sleep(0.02)
+
+
+def _messages(exc: BaseException) -> list[str]:
+    """Every message in ``exc``: the SDK's error arrives wrapped in task-group errors."""
+    out = [f"{type(exc).__name__}: {exc}"]
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            out += _messages(inner)
+    if exc.__cause__ is not None:
+        out += _messages(exc.__cause__)
+    return out
+
+
 @pytest.mark.timeout(180)
 async def test_a_session_survives_the_sigkill_of_a_replica(pg_url: str) -> None:
     run = secrets.token_hex(4)
@@ -37,9 +74,17 @@ async def test_a_session_survives_the_sigkill_of_a_replica(pg_url: str) -> None:
                "MCP-Protocol-Version": "2025-11-25"}
     async with AsyncExitStack() as stack:
         upstream = await stack.enter_async_context(reference("dual"))
-        entry = {"name": "up", "type": "mcp", "prefix": "", "transport": "streamable_http", "url": upstream}
+        port = free_port()
+        holding = await asyncio.create_subprocess_exec(sys.executable, str(HOLDING), "--port", str(port),
+                                                       stderr=asyncio.subprocess.DEVNULL)
+        stack.push_async_callback(holding.wait)
+        stack.callback(lambda: holding.returncode is None and holding.terminate())
+        await wait_port(port)
+        entries = [{"name": "up", "type": "mcp", "prefix": "", "transport": "streamable_http", "url": upstream},
+                   {"name": "slow", "type": "mcp", "transport": "streamable_http",
+                    "url": f"http://127.0.0.1:{port}/mcp"}]
         config = json.dumps({
-            "gateway": {"cursor_secret": "replicas"}, "telemetry": {"metrics": False}, "connectors": [entry],
+            "gateway": {"cursor_secret": "replicas"}, "connectors": entries,
             "state": state_section(),
             # strict: a call is answered only once its audit event is committed, so a SIGKILL loses none
             "audit": {"store": pg_url.replace("postgresql://", "postgresql+asyncpg://"), "durability": "strict"}})
@@ -81,8 +126,16 @@ async def test_a_session_survives_the_sigkill_of_a_replica(pg_url: str) -> None:
         [sid] = {r["session_id"] for r in await db.fetch(
             "SELECT session_id FROM gw_audit_events WHERE arguments->>'prompt' LIKE $1", f"run-{run}-%")}
 
-        # A call in flight on replica 0 (it waits for a sampling answer nobody gives) when it dies.
-        victim = procs[0]
+        # A 2026-07-28 call in flight (through the proxy) on the replica that dies: ``hold`` answers
+        # long after the kill. The replica serving it is the victim.
+        # Its own SDK client: the SDK's transport fails the whole client on a broken POST, not only
+        # the call (a 2026-07-28 client has no session to lose: the next call is a new client's).
+        async def held_call() -> None:
+            async with sdk_client("streamable_http", url=url, revision=MODERN) as held_client:
+                await held_client.call_tool("slow_hold", {"seconds": 60})
+        held = asyncio.ensure_future(held_call())
+        victim = await _holder(http, procs)
+        # A session call in flight there too (it waits for a sampling answer nobody gives).
         pending = {"jsonrpc": "2.0", "id": "inflight", "method": "tools/call",
                    "params": {"name": "test_sampling", "arguments": {"prompt": "never answered"}}}
         async with http.post(victim.mcp_url, json=pending, headers={**headers, "Mcp-Session-Id": sid}) as resp:
@@ -101,6 +154,24 @@ async def test_a_session_survives_the_sigkill_of_a_replica(pg_url: str) -> None:
                     while await resp.content.readline():
                         pass
                     raise aiohttp.ServerDisconnectedError()
+        # The stateless call fails at once with an error naming the broken connection, not a hang.
+        with pytest.raises(BaseException) as broken:  # noqa: PT011 - what it says is checked below
+            async with asyncio.timeout(10):
+                await held
+        assert not isinstance(broken.value, TimeoutError)
+        said = _messages(broken.value)
+        # Either HAProxy closes the client's connection (``Server disconnected without sending a
+        # response``) or answers 502 (the SDK's spelling of a 5xx: ``Server returned an error response``).
+        assert any("server disconnected" in m.lower() or "server returned an error response" in m.lower()
+                   for m in said), said
+        # The next call is served by another replica (a fresh client, and the other one that was
+        # idle, both through the proxy).
+        async with sdk_client("streamable_http", url=url, revision=MODERN) as fresh:
+            again = await fresh.call_tool("slow_hold", {"seconds": 0})
+        content = again.content[0]
+        assert not again.is_error and isinstance(content, types.TextContent) and content.text == "held"
+        again = await modern.call_tool("slow_hold", {"seconds": 0})
+        assert not again.is_error
         # Its stream resumes on another replica (through the proxy) and ends with a clear error.
         async with http.get(url + "/mcp", headers={**headers, "Mcp-Session-Id": sid, "Last-Event-ID": last_id}) as resp:
             assert resp.status == 200

@@ -2,6 +2,8 @@
 subscription failover test): ``resources/subscribe`` records the subscribing session, and the tool
 ``touch`` sends ``notifications/resources/updated`` for ``mem://watched`` to every one of them
 (whichever gateway replica's upstream session calls it). ``subscribers`` says how many there are.
+``hold`` answers only after ``seconds`` (at most 60): a call that stays in flight on the replica
+serving it, for the tests that kill that replica.
 
 Run: ``python watched_upstream.py --port P`` (Streamable HTTP at ``/mcp``, legacy era).
 """
@@ -9,6 +11,7 @@ Run: ``python watched_upstream.py --port P`` (Streamable HTTP at ``/mcp``, legac
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -60,6 +63,12 @@ def build() -> MCPServer[Any]:
     def subscribers() -> int:
         """How many sessions are subscribed."""
         return len(sessions)
+
+    @mcp.tool()
+    async def hold(seconds: float) -> str:
+        """Answer after ``seconds`` (at most 60)."""
+        await asyncio.sleep(min(max(seconds, 0.0), 60.0))
+        return "held"
 
     return mcp
 
