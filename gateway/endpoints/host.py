@@ -33,6 +33,7 @@ from gateway.endpoints.search import EndpointSearch
 from gateway.endpoints.view import EndpointView, components_of
 from gateway.protocol.errors import ProtocolError
 from gateway.session import Send, Session
+from gateway.state.records import restore
 
 if TYPE_CHECKING:
     from gateway.catalog import Catalog
@@ -191,9 +192,12 @@ class EndpointHost:
 
     def adopt_session(self, transport: str, send: Send, session_id: str, record: dict[str, Any],
                       principal: Principal) -> Session:
-        """Never asked: an endpoint's sessions stay on the replica that opened them (their
-        transports share nothing through ``state.store``; docs/endpoints.md)."""
-        raise NotImplementedError("an endpoint's sessions are not shared between replicas")
+        """A session of this endpoint another replica started, rebuilt here from its shared record
+        (which names this endpoint: :class:`~gateway.transports.replicas.SharedSessions` checks)."""
+        session = self.open_session(transport, send, principal)
+        restore(session, session_id, record)
+        self.add_session(session)
+        return session
 
     # -- ModernHost ----------------------------------------------------------------------------
     @property

@@ -8,8 +8,10 @@ session id of one endpoint is unknown (404) on another and on ``/mcp``. The guar
 ones (:func:`gateway.transports.http_app.build_app` passes its ``guarded``): Origin/Host, body
 limits, authentication (401); then the endpoint's ``principals`` (403 for a principal outside
 them), and 404 for a name no endpoint has. Sessions of endpoints count against the same session
-cap. With replicas sharing ``state.store``, an endpoint's sessions stay on the replica that
-opened them (``/mcp`` sessions move between replicas; endpoint ones are not routed yet).
+cap. With replicas sharing ``state.store``, an endpoint's Streamable HTTP sessions are shared as
+``/mcp``'s are (:mod:`gateway.transports.replicas`: any replica adopts them, on this endpoint only,
+bound to their principal; :meth:`EndpointTransports.deliver` takes the messages routed to them);
+its legacy HTTP+SSE sessions stay on the replica that opened them.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from gateway.protocol.errors import INVALID_REQUEST
 from gateway.transports.modern_http import ModernHTTP
+from gateway.transports.replicas import SharedSessions
 from gateway.transports.sse import LegacySSE
 from gateway.transports.streamable_http import StreamableHTTP, rpc_error
 
@@ -42,17 +45,21 @@ class EndpointTransports:
     """The transports of every endpoint, by endpoint host (made on first use)."""
 
     def __init__(self, endpoints: Callable[[], Endpoints | None], http: Callable[[], HttpConfig],
-                 quota: SessionQuota | None) -> None:
+                 quota: SessionQuota | None, record_ttl_s: Callable[[], float] | None = None) -> None:
         self.endpoints = endpoints
         self.http = http
         self.quota = quota
+        self.record_ttl_s = record_ttl_s  # shared records live as long as an idle session would
         self._made: dict[str, tuple[EndpointHost, StreamableHTTP, LegacySSE]] = {}
 
     def of(self, host: EndpointHost) -> tuple[StreamableHTTP, LegacySSE]:
         made = self._made.get(host.name)
         if made is None or made[0] is not host:
             http = self.http()
-            streamable = StreamableHTTP(host, http, ModernHTTP(host, http), self.quota)
+            shared = SharedSessions(host.state, host.session_record, self.record_ttl_s, self.quota,
+                                    endpoint=host.name) \
+                if host.state.shared and self.record_ttl_s is not None else None
+            streamable = StreamableHTTP(host, http, ModernHTTP(host, http), self.quota, shared)
             legacy = LegacySSE(host, http, messages_path=f"/messages/{host.name}", quota=self.quota)
             made = self._made[host.name] = (host, streamable, legacy)
         return made[1], made[2]
@@ -78,6 +85,13 @@ class EndpointTransports:
 
         return handler
 
+    def deliver(self, message: dict[str, Any]) -> None:
+        """A message another replica routed to a session here: the transport holding it takes it."""
+        for _host, streamable, _legacy in self._made.values():
+            if str(message.get("sid")) in streamable.channels:
+                streamable.deliver(message)
+                return
+
     def expire_idle(self, now: float, idle_s: float) -> None:
         for _host, streamable, _legacy in self._made.values():
             streamable.expire_idle(now, idle_s)
@@ -92,7 +106,7 @@ def add_routes(app: web.Application, guarded: Guarded, endpoints: Callable[[], E
                http: Callable[[], HttpConfig], idle_s: Callable[[], float],
                quota: SessionQuota | None) -> EndpointTransports:
     """Serve every endpoint of ``endpoints()`` (read per request: a reload changes them)."""
-    transports = EndpointTransports(endpoints, http, quota)
+    transports = EndpointTransports(endpoints, http, quota, idle_s)
     app.router.add_post("/mcp/{name}", guarded(transports.route(lambda s, _l: s.post)))
     app.router.add_get("/mcp/{name}", guarded(transports.route(lambda s, _l: s.get)))
     app.router.add_delete("/mcp/{name}", guarded(transports.route(lambda s, _l: s.delete)))

@@ -269,8 +269,10 @@ def build_app(host: HttpHost) -> web.Application:
     app.router.add_post("/messages/", _guarded(guard, legacy.post))
     app.router.add_get("/healthz", healthz)
     # Endpoints (virtual servers): /mcp/{name}, /sse/{name} + /messages/{name}, behind the same guards.
-    add_endpoint_routes(app, functools.partial(_guarded, guard), lambda: getattr(host, "endpoints", None),
-                        lambda: host.config.gateway.http, lambda: host.config.gateway.session_idle_timeout_s, quota)
+    endpoint_transports = add_endpoint_routes(app, functools.partial(_guarded, guard),
+                                              lambda: getattr(host, "endpoints", None),
+                                              lambda: host.config.gateway.http,
+                                              lambda: host.config.gateway.session_idle_timeout_s, quota)
     app.router.add_get("/readyz", readyz)
 
     async def status(request: web.Request) -> web.StreamResponse:
@@ -311,8 +313,12 @@ def build_app(host: HttpHost) -> web.Application:
 
         task = asyncio.create_task(loop())
         # Messages other replicas route here (a no-op with the memory store).
+        def deliver(message: dict[str, Any]) -> None:  # a session of /mcp, or of an endpoint
+            streamable.deliver(message)
+            endpoint_transports.deliver(message)
+
         for kind in ("response", "cancel", "notify", "refresh", "closed"):
-            host.bus.on(kind, streamable.deliver)
+            host.bus.on(kind, deliver)
         host.bus.on(SSE_ROUTED, legacy.deliver)
         await host.state.start(host.bus.deliver)
         yield

@@ -20,6 +20,11 @@ checked as on the replica that started it). What lives in one process is reached
   response. When the replica running the request is gone, the stream ends with an error response
   saying so (the client does not wait for an answer that cannot come).
 
+An endpoint's sessions (``/mcp/{name}``, :mod:`gateway.endpoints`) are shared the same way by
+the endpoint's own transport: its records name the endpoint, and a :class:`SharedSessions` serves
+only the records of its own endpoint (``endpoint=None``: ``/mcp``), so a session id is unknown
+(404) on any other path, on every replica.
+
 With the memory store none of this exists: :class:`StreamableHTTP` has no :class:`SharedSessions`.
 """
 
@@ -68,8 +73,10 @@ class SharedSessions:
     """The store side of shared sessions: records, TTLs and routed messages."""
 
     def __init__(self, store: StateStore, record_of: Callable[[Session], dict[str, Any]],
-                 ttl_s: Callable[[], float], quota: SessionQuota | None = None) -> None:
+                 ttl_s: Callable[[], float], quota: SessionQuota | None = None,
+                 endpoint: str | None = None) -> None:
         self.store = store
+        self.endpoint = endpoint  # the endpoint whose sessions these are (None: /mcp)
         self._record_of = record_of
         self._ttl_s = ttl_s
         self.quota = quota  # its places live as long as the records (:mod:`.quota`)
@@ -83,7 +90,7 @@ class SharedSessions:
     async def load(self, session_id: str) -> tuple[dict[str, Any], Principal] | None:
         record = await self.store.load_session(session_id)
         principal = principal_of(record) if record is not None else None
-        if record is None or principal is None:
+        if record is None or principal is None or record.get("endpoint") != self.endpoint:
             return None
         self._touched[session_id] = time.monotonic()
         return record, principal
