@@ -4,7 +4,8 @@
 the given upstreams: every HTTP request is balanced on its own (no ``prefer-last-server``, no stick
 table), so consecutive requests of one session land on different replicas. :func:`replicas` runs
 ``n`` in-process gateways whose ``state.store`` is the test Redis under a prefix of their own (tests
-running side by side never share sessions).
+running side by side never share sessions). :func:`watched_upstream` runs ``watched_upstream.py``
+(an SDK upstream: subscriptions, and a ``hold`` tool that stays in flight) as a process.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import textwrap
 from collections.abc import AsyncIterator
@@ -27,9 +29,11 @@ import aiohttp
 from mcp import types
 from mcp.client import ClientRequestContext
 
+from tests.connectors.mcp.helpers import wait_port
 from tests.support import RunningGateway, free_port, running_gateway
 
-__all__ = ["roundrobin_proxy", "replicas", "shared_state", "state_section", "sse_events", "HAPROXY"]
+__all__ = ["roundrobin_proxy", "replicas", "shared_state", "state_section", "sse_events", "watched_upstream",
+           "HAPROXY"]
 
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 
@@ -101,6 +105,23 @@ async def replicas(config_text: str, n: int = 3) -> AsyncIterator[list[RunningGa
     """``n`` in-process gateways of ``config_text`` (which carries its ``state:`` section)."""
     async with AsyncExitStack() as stack:
         yield [await stack.enter_async_context(running_gateway(config_text)) for _ in range(n)]
+
+
+@asynccontextmanager
+async def watched_upstream() -> AsyncIterator[str]:
+    """The Streamable HTTP URL of ``watched_upstream.py`` run as its own process (a gateway replica
+    killed in a test must not take the upstream's state with it)."""
+    port = free_port()
+    script = Path(__file__).with_name("watched_upstream.py")
+    proc = await asyncio.create_subprocess_exec(sys.executable, str(script), "--port", str(port),
+                                                stderr=asyncio.subprocess.DEVNULL)
+    try:
+        await wait_port(port)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+        await proc.wait()
 
 
 async def sse_events(resp: aiohttp.ClientResponse) -> AsyncIterator[tuple[str | None, dict[str, Any] | None]]:

@@ -13,12 +13,14 @@ import secrets
 import aiohttp
 import httpx2
 import pytest
-from mcp import MCPError, types
+from mcp import MCPError
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.connectors.mcp.test_gateway_e2e import all_tools
 from tests.e2e import testkit
 from tests.e2e.clients import CORE_ONLY, LEGACY, connect
 from tests.scale.harness import answer_in_upper_case, replicas, roundrobin_proxy, shared_state
+from tests.scale.test_roundrobin import _text
 
 ALICE = "alice-key-" + secrets.token_hex(8)
 BOB = "bob-key-" + secrets.token_hex(8)
@@ -48,12 +50,6 @@ def _kind(monkeypatch: pytest.MonkeyPatch) -> None:
     testkit.register(monkeypatch)
 
 
-def _text(result: types.CallToolResult) -> str:
-    content = result.content[0]
-    assert isinstance(content, types.TextContent)
-    return content.text
-
-
 async def _status(http: aiohttp.ClientSession, url: str, key: str, session_id: str) -> int:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
@@ -71,14 +67,7 @@ async def test_an_endpoint_session_is_served_by_every_replica() -> None:
                     sampling_callback=answer_in_upper_case) as session, \
             aiohttp.ClientSession() as http:
         for _ in range(3):  # every listing on another replica, cursors minted by one read by the next
-            names: list[str] = []
-            cursor = None
-            while True:
-                page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
-                names += [t.name for t in page.tools]
-                cursor = page.next_cursor
-                if cursor is None:
-                    break
+            names = await all_tools(session)
             assert set(names) == OPS_TOOLS and len(names) == len(OPS_TOOLS)
         for i in range(4):
             assert _text(await session.call_tool("first", {"i": i})) == f'{{"i": {i}}}'

@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import sys
 from contextlib import AsyncExitStack
-from pathlib import Path
 
 import aiohttp
 import asyncpg
@@ -22,12 +20,9 @@ from mcp import types
 from mcp.client import ClientRequestContext
 
 from tests.conformance.test_conformance import reference
-from tests.connectors.mcp.helpers import wait_port
 from tests.e2e.clients import MODERN, sdk_client
-from tests.scale.harness import roundrobin_proxy, sse_events, state_section
-from tests.support import GatewayProcess, free_port, gateway_process
-
-HOLDING = Path(__file__).with_name("watched_upstream.py")  # its ``hold`` tool: a call that stays in flight
+from tests.scale.harness import roundrobin_proxy, sse_events, state_section, watched_upstream
+from tests.support import GatewayProcess, gateway_process
 
 
 async def _sample(ctx: ClientRequestContext, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
@@ -74,15 +69,10 @@ async def test_a_session_survives_the_sigkill_of_a_replica(pg_url: str) -> None:
                "MCP-Protocol-Version": "2025-11-25"}
     async with AsyncExitStack() as stack:
         upstream = await stack.enter_async_context(reference("dual"))
-        port = free_port()
-        holding = await asyncio.create_subprocess_exec(sys.executable, str(HOLDING), "--port", str(port),
-                                                       stderr=asyncio.subprocess.DEVNULL)
-        stack.push_async_callback(holding.wait)
-        stack.callback(lambda: holding.returncode is None and holding.terminate())
-        await wait_port(port)
+        holding = await stack.enter_async_context(watched_upstream())  # its ``hold``: a call that stays in flight
         entries = [{"name": "up", "type": "mcp", "prefix": "", "transport": "streamable_http", "url": upstream},
                    {"name": "slow", "type": "mcp", "transport": "streamable_http",
-                    "url": f"http://127.0.0.1:{port}/mcp"}]
+                    "url": holding}]
         config = json.dumps({
             "gateway": {"cursor_secret": "replicas"}, "connectors": entries,
             "state": state_section(),

@@ -8,9 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -18,12 +16,10 @@ import pytest
 import redis.asyncio as aioredis
 from mcp import types
 
-from tests.connectors.mcp.helpers import wait_port
 from tests.e2e.clients import sdk_client
-from tests.scale.harness import roundrobin_proxy, state_section
-from tests.support import free_port, gateway_process
+from tests.scale.harness import roundrobin_proxy, state_section, watched_upstream
+from tests.support import gateway_process
 
-UPSTREAM = Path(__file__).with_name("watched_upstream.py")
 URI = "mem://watched"
 
 
@@ -53,14 +49,8 @@ async def test_resource_updates_continue_after_the_holder_is_killed() -> None:
 
     state = state_section()
     async with AsyncExitStack() as stack:
-        port = free_port()
-        upstream = await asyncio.create_subprocess_exec(sys.executable, str(UPSTREAM), "--port", str(port),
-                                                        stderr=asyncio.subprocess.DEVNULL)
-        stack.push_async_callback(upstream.wait)
-        stack.callback(lambda: upstream.returncode is None and upstream.terminate())
-        await wait_port(port)
-        entry = {"name": "up", "type": "mcp", "prefix": "", "transport": "streamable_http",
-                 "url": f"http://127.0.0.1:{port}/mcp"}
+        upstream = await stack.enter_async_context(watched_upstream())
+        entry = {"name": "up", "type": "mcp", "prefix": "", "transport": "streamable_http", "url": upstream}
         config = json.dumps({"gateway": {"cursor_secret": "replicas"}, "telemetry": {"metrics": False},
                              "audit": {"enabled": False}, "connectors": [entry], "state": state})
         procs = [await stack.enter_async_context(gateway_process(config)) for _ in range(3)]
