@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -22,8 +23,10 @@ from typing import Any
 
 import aiohttp
 import httpx2
+import pytest
 from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from connectors.oauth.port import GrantKey
 from gateway.oauth.redis_store import RedisTokenStore
@@ -104,6 +107,12 @@ def never(asked: list[str]) -> Elicit:
         return types.ElicitResult(action="decline")
 
     return elicit
+
+
+def files_written(directory: Path) -> dict[str, bytes]:
+    """Every file the gateway wrote there (the token store, the audit database and its journal or
+    spill files), by name."""
+    return {path.name: path.read_bytes() for path in directory.iterdir() if path.is_file()}
 
 
 async def test_a_later_call_gets_its_own_start_link_while_the_first_one_is_open(tmp_path: Path) -> None:
@@ -193,3 +202,62 @@ async def test_a_grant_made_through_one_replica_serves_a_call_on_the_other(redis
         assert len(links) == 1 and asked == [] and auth.counts["authorize"] == 1
         assert [subject for subject, _ in protected.subjects()] == ["alice", "alice"]
     assert not (tmp_path / "oauth-tokens.bin").exists()
+
+
+async def test_a_canary_token_appears_in_no_log_audit_metric_health_status_error_or_store_byte(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Every access and refresh token the authorization server issues starts with a canary. With
+    audit (SQLite), metrics and the status page on, after a call, a call answered 401 (refreshed
+    and retried) and a call that fails (its grant revoked, the new authorization declined), the
+    canary is nowhere the gateway writes or answers."""
+    caplog.set_level(logging.DEBUG)
+    canary = "canary" + secrets.token_hex(8)
+    store_path = tmp_path / "tokens.bin"
+    top = "telemetry: {metrics: true}\nstatus: {principals: [alice]}\n" + file_store(store_path)
+    async with auth_world() as (auth, protected):
+        auth.token_prefix = canary
+        config = gateway_config(protected, top).replace(
+            "audit: {enabled: false}", f"audit: {{store: 'sqlite:///{tmp_path}/audit.db', "
+                                       f"spill_path: '{tmp_path}/spill.jsonl'}}")
+        links: list[str] = []
+        answers: list[str] = []
+        errors: list[str] = []
+        pages: list[str] = []
+        async with running_gateway(config) as gw:
+            gateway_url = gw.url
+
+            async def once_then_decline(ctx: Any, params: Any) -> types.ElicitResult:
+                if links:
+                    return types.ElicitResult(action="decline")
+                return await browser("alice", gateway_url, links)(ctx, params)
+
+            async with caller(gw.mcp_url, KEYS["alice"], elicitation_callback=once_then_decline) as session:
+                answers.append(text(await session.call_tool("crm_echo", {"text": "first"})))
+                mine = [t for t, g in auth.tokens.items() if g.subject == "alice"]
+                assert len(mine) == 1 and mine[0].startswith(canary)
+                del auth.tokens[mine[0]]  # revoked: the upstream answers 401, the connector refreshes
+                answers.append(text(await session.call_tool("crm_echo", {"text": "second"})))
+                assert auth.counts["refresh_token"] == 1
+                auth.tokens = {t: g for t, g in auth.tokens.items() if g.subject != "alice"}
+                auth.refresh_tokens = {t: g for t, g in auth.refresh_tokens.items() if g.subject != "alice"}
+                with pytest.raises(MCPError) as info:  # refresh refused, new authorization declined
+                    await session.call_tool("crm_echo", {"text": "third"})
+                errors.append(str(info.value))
+            headers = {"Authorization": f"Bearer {KEYS['alice']}"}
+            async with aiohttp.ClientSession(headers=headers) as http:
+                for path in ("/metrics", "/readyz", "/readyz?strict=1", "/status", "/status?q=crm"):
+                    async with http.get(gw.url + path) as resp:
+                        assert resp.status == 200, (path, resp.status)
+                        pages.append(await resp.text())
+            health = repr(gw.connectors["crm"].health())
+        assert answers == ["first", "second"] and "declined" in errors[0]
+        assert any(s.status == 401 and s.subject is None and s.token for s in protected.seen)
+        assert "crm_echo" in pages[0] and "crm" in pages[3]
+        audit = (tmp_path / "audit.db").read_bytes()
+        assert b"crm_echo" in audit  # the calls were audited
+        written = files_written(tmp_path)
+        assert store_path.name in written and "audit.db" in written
+        seen_texts = [caplog.text, *(str(r.args) for r in caplog.records), *errors, *pages, health]
+        assert all(canary not in t for t in seen_texts)
+        assert all(canary.encode() not in b for b in written.values())
+        assert sum(s.token is not None and s.token.startswith(canary) for s in protected.seen) >= 3  # it was in use
