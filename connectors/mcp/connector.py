@@ -74,14 +74,13 @@ from gateway.protocol.meta import TASKS_EXTENSION
 from gateway.protocol.versions import LATEST_VERSION
 
 from . import controls, mapping, modern
-from .client import Hints, TransportFactory, UpstreamSession
+from .client import Hints, UpstreamSession
 from .config import MCPConfig
 from .era import open_upstream
-from .factory import transport_factory
-from .identity import adopt_channel
 from .listen import Listener
 from .listing import ALL_LISTINGS, fetch_listings
 from .relay import Relay, sole_owner
+from .sessions import CLIENT_INFO, SHARED_CLIENT_CAPS, SessionPool
 from .transport import ResponseTooLarge, SessionExpired
 
 if TYPE_CHECKING:
@@ -90,12 +89,6 @@ if TYPE_CHECKING:
 __all__ = ["MCPConnector"]
 
 log = logging.getLogger("connectors.mcp")
-
-_SHARED_CLIENT_CAPS: dict[str, Any] = {"sampling": {}, "elicitation": {"form": {}, "url": {}},
-                                        "roots": {"listChanged": True}}
-_CLIENT_INFO: dict[str, Any] = {"name": "mcp-gateway", "version": "0.1.0"}
-# Per-principal upstream sessions kept open (identity user/exchange, per-principal credentials).
-_MAX_PRINCIPAL_SESSIONS = 1000
 
 
 class MCPConnector(Connector):
@@ -112,9 +105,9 @@ class MCPConnector(Connector):
         self._identity = UpstreamIdentity(self.name, config.url, config.oauth, config.credentials, self._egress,
                                          lambda: self.oauth_port)
         self._shared: UpstreamSession | None = None
-        self._clients: dict[str, UpstreamSession] = {}
-        self._client_locks: dict[str, asyncio.Lock] = {}
-        self._bindings: dict[UpstreamSession, SessionHandle] = {}
+        # per_client and per-principal upstream sessions (connectors.mcp.sessions)
+        self._sessions = SessionPool(self.name, config, base_dir, self._egress, self._identity, self,
+                                     lambda: self._http, self._spawn)
         self._template_res: tuple[Any, ...] = ()
         self._header_schemas: dict[str, Any] = {}  # tools with x-mcp-header parameters: their inputSchema
         self._upstream_names: dict[str, str] = {}  # renamed tools: local name → upstream name
@@ -171,10 +164,8 @@ class MCPConnector(Connector):
         if self._listener is not None:
             await self._listener.stop()
             self._listener = None
-        sessions = [s for s in (self._shared, *self._clients.values()) if s is not None]
+        sessions = [s for s in (self._shared, *self._sessions.take_all()) if s is not None]
         self._shared = None
-        self._clients.clear()
-        self._bindings.clear()
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
         if self._http is not None:
             await self._http.close()
@@ -203,23 +194,16 @@ class MCPConnector(Connector):
         return set(mapping.ALL_CAPABILITIES) if self._caps is None else set(self._caps)
 
     # -- sessions ------------------------------------------------------------------------------
-    def _transport_factory(self, ctx: CallContext | None = None) -> TransportFactory:
-        auth = self._identity.auth_for(ctx) if ctx is not None else self._identity.service_auth()
-        return transport_factory(self.name, self.config, self.base_dir, self._http, self._egress, auth)
-
-    async def _open_session(self, capabilities: dict[str, Any], ctx: CallContext | None = None) -> UpstreamSession:
-        """A legacy upstream session of one downstream session (``per_client``), or of one
-        principal (``ctx``: per-principal identity)."""
-        session = UpstreamSession(self.name, self._transport_factory(ctx), self, client_info=_CLIENT_INFO,
-                                  capabilities=capabilities)
-        await session.open(self.config.connect_timeout_s)
-        return session
+    @property
+    def _clients(self) -> dict[str, UpstreamSession]:
+        """The per_client and per-principal upstream sessions, by key (tests look)."""
+        return self._sessions.clients
 
     async def _connect(self) -> None:
         cfg = self.config
-        session = UpstreamSession(self.name, self._transport_factory(), self, client_info=_CLIENT_INFO,
-                                  capabilities=_SHARED_CLIENT_CAPS)
-        stamp = modern.ModernStamp(modern.modern_capabilities(_SHARED_CLIENT_CAPS), _CLIENT_INFO,
+        session = UpstreamSession(self.name, self._sessions.transport_factory(), self, client_info=CLIENT_INFO,
+                                  capabilities=SHARED_CLIENT_CAPS)
+        stamp = modern.ModernStamp(modern.modern_capabilities(SHARED_CLIENT_CAPS), CLIENT_INFO,
                                    http=cfg.transport == "streamable_http")
         await open_upstream(session, "legacy" if cfg.transport == "sse" else cfg.protocol, stamp,
                             connect_timeout_s=cfg.connect_timeout_s, probe_timeout_s=cfg.probe_timeout_s)
@@ -285,11 +269,7 @@ class MCPConnector(Connector):
     # -- SessionHandler: what the upstream initiates -------------------------------------------
     def on_lost(self, session: UpstreamSession, reason: str) -> None:
         if session is not self._shared:
-            for key, value in list(self._clients.items()):
-                if value is session:
-                    del self._clients[key]
-            self._bindings.pop(session, None)
-            self._spawn(session.close())
+            self._sessions.lost(session)
             return
         log.warning("upstream %s lost: %s", self.name, reason)
         self._shared = None
@@ -336,7 +316,7 @@ class MCPConnector(Connector):
         if relay is not None:
             ctx = relay.ctx
             return await ctx.session.request(method, params, related_request_id=ctx.request_id)
-        bound = self._bindings.get(session)
+        bound = self._sessions.bound(session)
         if bound is not None:
             return await bound.request(method, params)
         raise InvalidRequest(f"The gateway cannot tell which client {method} is for: no single client request "
@@ -441,53 +421,6 @@ class MCPConnector(Connector):
         return any(rx.match(uri) for rx in self._template_res)
 
     # -- calls ---------------------------------------------------------------------------------
-    async def _session_for(self, ctx: CallContext) -> UpstreamSession:
-        shared = self._shared
-        if shared is None:
-            raise BackendUnavailable.connector_down(self.name, self._health.detail)
-        if self._identity.per_principal:
-            return await self._principal_session(shared, ctx)
-        if self.config.session == "shared" or shared.modern:
-            return shared
-        sid = ctx.session.id
-        session = self._clients.get(sid)
-        if session is not None and session.alive:
-            return session
-        lock = self._client_locks.setdefault(sid, asyncio.Lock())
-        async with lock:
-            session = self._clients.get(sid)
-            if session is None or not session.alive:
-                caps = dict(ctx.session.client_capabilities or {})
-                session = await self._open_session(caps)
-                self._clients[sid] = session
-                self._bindings[session] = ctx.session
-        return session
-
-    async def _principal_session(self, shared: UpstreamSession, ctx: CallContext) -> UpstreamSession:
-        """The session (legacy) or request channel (modern) carrying the caller's credential (at
-        most ``_MAX_PRINCIPAL_SESSIONS``: the least recently used one is closed past that)."""
-        self._identity.auth_for(ctx)  # refused here without a credential; the caller's JWT kept current
-        key = self._identity.session_key(ctx)
-        session = self._clients.pop(key, None)
-        if session is not None:
-            self._clients[key] = session  # most recently used last
-            if session.alive:
-                return session
-        async with self._client_locks.setdefault(key, asyncio.Lock()):
-            session = self._clients.get(key)
-            if session is None or not session.alive:
-                if shared.modern:  # no handshake: the shared channel's era, this principal's credential
-                    session = UpstreamSession(self.name, self._transport_factory(ctx), self, client_info=_CLIENT_INFO,
-                                              capabilities=_SHARED_CLIENT_CAPS)
-                    adopt_channel(session, shared)
-                else:
-                    session = await self._open_session(dict(ctx.session.client_capabilities or {}), ctx)
-                self._clients[key] = session
-                principals = [k for k in self._clients if k.startswith("principal:")]
-                for stale in principals[:max(0, len(principals) - _MAX_PRINCIPAL_SESSIONS)]:
-                    self._spawn(self._clients.pop(stale).close())
-        return session
-
     def _deadline(self, ctx: CallContext | None) -> float | None:
         remaining = ctx.remaining() if ctx is not None else None
         if self._timeout is None:
@@ -514,7 +447,7 @@ class MCPConnector(Connector):
         try:
             for attempt in range(2 + 2 * self._identity.max_authorizations):
                 try:
-                    session = await self._session_for(ctx)
+                    session = await self._sessions.session_for(self._shared, ctx, self._health.detail)
                 except AuthorizationRequired as exc:
                     await self._identity.authorize(exc, ctx)
                     continue
@@ -649,8 +582,4 @@ class MCPConnector(Connector):
                 self._spawn(self._quiet(upstream.notify("notifications/roots/list_changed")))
 
     async def session_closed(self, session_id: str) -> None:
-        self._client_locks.pop(session_id, None)
-        session = self._clients.pop(session_id, None)
-        if session is not None:
-            self._bindings.pop(session, None)
-            await session.close()
+        await self._sessions.closed(session_id)

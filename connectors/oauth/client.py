@@ -81,7 +81,6 @@ class OAuthClient:
         self._clients: dict[str, ClientIdentity] = {}  # by issuer
         self._grants: dict[GrantKey, tuple[Grant, float]] = {}  # grant, renew-after instant
         self._flights: dict[GrantKey, asyncio.Future[Grant]] = {}
-        self._pending: dict[GrantKey, tuple[str, float]] = {}  # authorization URL, until
         self._scopes: dict[str, tuple[str, ...]] = {}  # per principal: what to ask for next
         self._step_ups: dict[tuple[str, tuple[str, ...]], int] = {}
         self._refused: dict[GrantKey, int] = {}
@@ -143,7 +142,6 @@ class OAuthClient:
 
     async def _keep(self, key: GrantKey, grant: Grant) -> Grant:
         self._remember(key, grant)
-        self._pending.pop(key, None)
         await self._port().store.put(key, grant)
         return grant
 
@@ -220,10 +218,11 @@ class OAuthClient:
 
     def _authorization(self, d: Discovery, key: GrantKey, client: ClientIdentity,
                        scopes: tuple[str, ...]) -> AuthorizationRequired:
-        """Begin (or reuse) the person's authorization of ``key``."""
-        pending = self._pending.get(key)
-        if pending is not None and pending[1] > time.monotonic():
-            return AuthorizationRequired(self.connector, key, pending[0])
+        """Begin a new authorization of ``key``: every elicitation gets its own link and ``state``.
+        A link is never handed out twice: the gateway's start links are single use, so a copy given
+        to a second call after the person opened the first would only answer "already used". The
+        calls waiting for ``key`` all wake on whichever authorization completes first (the broker
+        wakes per key); the other links stay pending until they expire."""
         if not d.pkce_s256:
             raise UpstreamAuthError(f"upstream {self.connector}: authorization server {d.issuer} does not advertise "
                                     "PKCE S256 (code_challenge_methods_supported); the gateway refuses to authorise there")
@@ -242,20 +241,17 @@ class OAuthClient:
             self.token_requests += 1
             grant = await grants.redeem_code(self.http, d, client, code, verifier, redirect_uri, scopes)
             self._remember(key, grant)
-            self._pending.pop(key, None)
             return grant
 
         ttl = self.cfg.authorization_timeout_s * 2
         start = self._port().broker.begin(key=key, authorization_url=url, state=state, expected_issuer=d.issuer,
                                           redeem=redeem, ttl_s=ttl, iss_required=d.iss_supported)
-        self._pending[key] = (start, time.monotonic() + ttl)
         return AuthorizationRequired(self.connector, key, start)
 
     async def wait_authorized(self, key: GrantKey, timeout: float) -> Grant | None:
         grant = await self._port().broker.wait(key, timeout)
         if grant is not None:
             self._remember(key, grant)
-            self._pending.pop(key, None)
         return grant
 
     # -- challenges --------------------------------------------------------------------------
@@ -309,7 +305,6 @@ class OAuthClient:
         if grant is not None and (sent is None or grant.access_token == sent):
             self._grants.pop(key, None)
             await self._port().store.delete(key)
-        self._pending.pop(key, None)
 
     async def aclose(self) -> None:
         await self.http.close()

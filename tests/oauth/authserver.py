@@ -68,6 +68,7 @@ class AuthServer:
         self.refresh_tokens: dict[str, Token] = {}
         self.codes: dict[str, tuple[str, str, str | None, tuple[str, ...], str]] = {}
         self.counts: Counter[str] = Counter()
+        self.token_prefix = ""  # starts every access and refresh token (a canary to look for)
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -126,13 +127,13 @@ class AuthServer:
     def _issue(self, subject: str, audience: str | None, scopes: tuple[str, ...], refresh: bool) -> dict[str, Any]:
         if self.grantable is not None:
             scopes = tuple(s for s in scopes if s in self.grantable)
-        token = secrets.token_urlsafe(24)
+        token = self.token_prefix + secrets.token_urlsafe(24)
         grant = Token(subject, audience, scopes, time.time() + self.token_lifetime_s)
         self.tokens[token] = grant
         out: dict[str, Any] = {"access_token": token, "token_type": "Bearer", "expires_in": self.token_lifetime_s,
                                "scope": " ".join(scopes)}
         if refresh:
-            rt = secrets.token_urlsafe(24)
+            rt = self.token_prefix + secrets.token_urlsafe(24)
             self.refresh_tokens[rt] = grant
             out["refresh_token"] = rt
         return out
