@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 
 from tests.conformance import harness
-from tests.connectors.mcp.helpers import wait_port
-from tests.support import free_port, running_gateway
+from tests.connectors.mcp.helpers import mcp_server_process
+from tests.support import running_gateway
 
 HERE = Path(__file__).resolve().parent
 FIXTURE = HERE / "upstream_fixture.py"
@@ -52,16 +52,8 @@ REFERENCE_2026_PASSES = 37
 @asynccontextmanager
 async def reference(era: str = "dual") -> AsyncIterator[str]:
     """The reference over Streamable HTTP on a free port, serving ``era``; yields its MCP URL."""
-    port = free_port()
-    proc = await asyncio.create_subprocess_exec(sys.executable, str(FIXTURE), "--http", str(port), "--era", era,
-                                                stderr=asyncio.subprocess.DEVNULL)
-    try:
-        await wait_port(port)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        if proc.returncode is None:
-            proc.terminate()
-        await proc.wait()
+    async with mcp_server_process(FIXTURE, "--era", era, "--http") as url:
+        yield url
 
 
 @asynccontextmanager

@@ -17,7 +17,6 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import textwrap
 from collections.abc import AsyncIterator
@@ -29,7 +28,7 @@ import aiohttp
 from mcp import types
 from mcp.client import ClientRequestContext
 
-from tests.connectors.mcp.helpers import wait_port
+from tests.connectors.mcp.helpers import mcp_server_process
 from tests.support import RunningGateway, free_port, running_gateway
 
 __all__ = ["roundrobin_proxy", "replicas", "shared_state", "state_section", "sse_events", "watched_upstream",
@@ -111,17 +110,8 @@ async def replicas(config_text: str, n: int = 3) -> AsyncIterator[list[RunningGa
 async def watched_upstream() -> AsyncIterator[str]:
     """The Streamable HTTP URL of ``watched_upstream.py`` run as its own process (a gateway replica
     killed in a test must not take the upstream's state with it)."""
-    port = free_port()
-    script = Path(__file__).with_name("watched_upstream.py")
-    proc = await asyncio.create_subprocess_exec(sys.executable, str(script), "--port", str(port),
-                                                stderr=asyncio.subprocess.DEVNULL)
-    try:
-        await wait_port(port)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        if proc.returncode is None:
-            proc.terminate()
-        await proc.wait()
+    async with mcp_server_process(Path(__file__).with_name("watched_upstream.py"), "--port") as url:
+        yield url
 
 
 async def sse_events(resp: aiohttp.ClientResponse) -> AsyncIterator[tuple[str | None, dict[str, Any] | None]]:

@@ -39,6 +39,22 @@ async def wait_port(port: int, timeout: float = 20.0) -> None:
 
 
 @asynccontextmanager
+async def mcp_server_process(script: Path, *args: str) -> AsyncIterator[str]:
+    """``script`` run as its own process, given ``args`` then the port flag's value (a free port):
+    yields its Streamable HTTP URL once it listens; terminated on exit."""
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(sys.executable, str(script), *args, str(port),
+                                                stderr=asyncio.subprocess.DEVNULL)
+    try:
+        await wait_port(port)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+        await proc.wait()
+
+
+@asynccontextmanager
 async def upstream_http(transport: str, *extra: str, port: int | None = None) -> AsyncIterator[tuple[str, Any]]:
     """Run the test upstream over sse or streamable_http; yields (url, process)."""
     port = port or free_port()
