@@ -67,6 +67,26 @@ def _setup_tracing(config: GatewayConfig) -> None:
     tracing.configure(config.telemetry)
 
 
+# Young-generation collections per allocated container (CPython's default is 700). A request
+# allocates a few hundred short-lived objects, nearly all freed by reference counting: at 700 the
+# collector ran every couple of requests and promoted whatever was in flight to older generations.
+# At 20,000 it runs ~30x less often; ~4% fewer instructions per proxied call (callgrind,
+# bench/proxy.py's stateless echo), for at most that many cyclic leftovers held a little longer.
+_GC_YOUNG_THRESHOLD = 20_000
+
+
+def _settle_heap() -> None:
+    """After start-up: freeze what it loaded and collect the young generation less often.
+
+    What start-up loaded (modules, config, catalog: most of the heap) lives as long as the process:
+    frozen, the collector stops walking it, and a full collection under a connection flood takes a
+    few ms instead of ~90 (a /healthz probe waited that long)."""
+    gc.collect()
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(_GC_YOUNG_THRESHOLD, older, oldest)
+
+
 async def _serve(args: argparse.Namespace) -> int:
     from gateway.app import Gateway
     from gateway.transports.http_app import build_app
@@ -84,11 +104,7 @@ async def _serve(args: argparse.Namespace) -> int:
     gateway = Gateway(config)
     await gateway.start()
     app = build_app(gateway)
-    # What start-up loaded (modules, config, catalog: most of the heap) lives as long as the process:
-    # frozen, the collector stops walking it, and a full collection under a connection flood takes
-    # a few ms instead of ~90 (a /healthz probe waited that long).
-    gc.collect()
-    gc.freeze()
+    _settle_heap()
     # One access-log line per HTTP request duplicates the audit log and metrics at a real cost per
     # call: aiohttp's access log is on only at log_level debug.
     access_log = logging.getLogger("aiohttp.access") if config.gateway.log_level == "debug" else None
@@ -148,6 +164,7 @@ async def _stdio(args: argparse.Namespace) -> int:
               f"{endpoint.name!r}", file=sys.stderr)
         return 2
     await gateway.start()
+    _settle_heap()
     try:
         host = gateway if endpoint is None else gateway.endpoints.get(endpoint.name)
         assert host is not None

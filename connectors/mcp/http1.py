@@ -59,7 +59,7 @@ from yarl import URL
 from connectors.egress import EgressPolicy, EgressRefused
 
 __all__ = ["HTTP1Client", "HTTPResponse", "HTTPConnectionError", "BodyTooLarge", "header_block",
-           "keep_alive_timeout"]
+           "request_header_block", "keep_alive_timeout"]
 
 # Body bytes buffered per response before reading from the socket pauses, and resumes below half.
 _HIGH_WATER = 4 * 1024 * 1024
@@ -130,6 +130,27 @@ def header_block(headers: Mapping[str, str]) -> str:
             raise ValueError(f"invalid HTTP header {name!r}")
         lines.append(f"{name}: {value}\r\n")
     return "".join(lines)
+
+
+def request_header_block(headers: Mapping[str, str]) -> str:
+    """:func:`header_block` of a request's own metadata headers (``Mcp-Method``, ``Mcp-Name`` ...
+    of a 2026-07-28 call), which repeat from call to call: short blocks already built are
+    remembered by their items (a bounded table, emptied when full). Never for credentials: a
+    remembered block outlives the request."""
+    key = tuple(headers.items())
+    block = _BLOCKS.get(key)
+    if block is None:
+        block = header_block(headers)
+        if len(block) <= _BLOCK_MAX_CHARS:
+            if len(_BLOCKS) >= _BLOCKS_SIZE:
+                _BLOCKS.clear()
+            _BLOCKS[key] = block
+    return block
+
+
+_BLOCKS: dict[tuple[tuple[str, str], ...], str] = {}
+_BLOCKS_SIZE = 4096
+_BLOCK_MAX_CHARS = 1024
 
 
 class HTTPResponse:

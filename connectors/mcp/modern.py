@@ -53,7 +53,7 @@ def modern_capabilities(capabilities: Mapping[str, Any]) -> dict[str, Any]:
     notification that revision removed, so it is dropped."""
     out = dict(capabilities)
     roots = out.get("roots")
-    if isinstance(roots, Mapping) and "listChanged" in roots:
+    if roots is not None and isinstance(roots, Mapping) and "listChanged" in roots:  # None: no ABC check
         out["roots"] = {k: v for k, v in roots.items() if k != "listChanged"}
     return out
 
@@ -130,7 +130,7 @@ def caller_capabilities(session: object) -> dict[str, Any]:
     caps = dict(getattr(session, "client_capabilities", None) or {})
     extensions = caps.get("extensions")
     version = getattr(session, "protocol_version", None)
-    if isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions \
+    if extensions is not None and isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions \
             and not (isinstance(version, str) and is_modern(version)):
         rest = {k: v for k, v in extensions.items() if k != TASKS_EXTENSION}
         if rest:

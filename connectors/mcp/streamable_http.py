@@ -47,7 +47,14 @@ from connectors.oauth.requestauth import MAX_ATTEMPTS, RequestAuth
 from gateway.protocol.errors import BackendUnavailable
 from gateway.protocol.jsonrpc import dumps
 
-from .http1 import BodyTooLarge, HTTP1Client, HTTPConnectionError, HTTPResponse, header_block
+from .http1 import (
+    BodyTooLarge,
+    HTTP1Client,
+    HTTPConnectionError,
+    HTTPResponse,
+    header_block,
+    request_header_block,
+)
 from .sse import SSEDecoder
 from .transport import (
     MAX_LINE,
@@ -130,7 +137,7 @@ class StreamableHTTPTransport(ClientTransport):
             raise TransportClosed(f"upstream {self.name} is disconnected")
         method = message.get("method")
         rid = message.get("id") if method is not None else None
-        block = self._header_block if not headers else self._header_block + header_block(headers)
+        block = self._header_block if not headers else self._header_block + request_header_block(headers)
         try:
             if self._auth is None:
                 resp = await self._http.request("POST", block, dumps(message), retry_safe=method in _RETRY_SAFE)

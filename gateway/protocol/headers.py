@@ -189,7 +189,8 @@ def x_mcp_header_params(input_schema: Mapping[str, Any] | None) -> dict[str, tup
     """``{header name part: property path}`` of the usable annotations of ``input_schema``
     (statically reachable, a token, first of case-insensitive duplicates). Callers are expected to
     have refused tools with :func:`x_mcp_header_problems` first."""
-    if not isinstance(input_schema, Mapping):
+    # None and dict first: an isinstance against the Mapping ABC is a Python-level call.
+    if input_schema is None or not (isinstance(input_schema, dict) or isinstance(input_schema, Mapping)):
         return {}
     # Asked on every tools/call of a 2026-07-28 client with the same catalog schema objects:
     # remembered by identity (schemas are not mutated once listed; the entry keeps the schema
@@ -237,7 +238,7 @@ def expected_headers(message: Mapping[str, Any], input_schema: Mapping[str, Any]
     method, params = _body(message)
     headers: dict[str, str] = {}
     meta = params.get("_meta")
-    if isinstance(meta, Mapping) and isinstance(meta.get(PROTOCOL_VERSION), str):
+    if (isinstance(meta, dict) or isinstance(meta, Mapping)) and isinstance(meta.get(PROTOCOL_VERSION), str):
         headers[PROTOCOL_VERSION_HEADER] = meta[PROTOCOL_VERSION]
     headers[METHOD_HEADER] = method
     field = NAMED_METHODS.get(method)
@@ -303,6 +304,30 @@ def _scan(headers: Mapping[str, str], wanted: set[str]) -> dict[str, str]:
     return received
 
 
+def _once(headers: CIMultiDictProxy[str] | CIMultiDict[str], name: str, body: str) -> bool:
+    """Whether ``name`` is sent exactly once, as ``body`` itself (plain: no sentinel to decode,
+    nothing outside visible ASCII and inner spaces)."""
+    sent = headers.getall(name, ())
+    return len(sent) == 1 and sent[0] == body and body.isascii() and body.isprintable() \
+        and not _is_sentinel(body)
+
+
+def _plainly_matching(headers: CIMultiDictProxy[str] | CIMultiDict[str], method: str,
+                      params: Mapping[str, Any]) -> bool:
+    """The common case, decided in a few lookups: every header the body calls for is sent once,
+    with the body's own value verbatim, and no ``Mcp-Param-*`` is involved. False is no verdict:
+    the full check then names the problem, or finds none (an encoded value, an absent optional)."""
+    meta = params.get("_meta")
+    version = meta.get(PROTOCOL_VERSION) if type(meta) is dict else None
+    if type(version) is not str or not _once(headers, _VERSION, version) or not _once(headers, _METHOD, method):
+        return False
+    field = NAMED_METHODS.get(method)
+    if field is None:
+        return True
+    value = params.get(field)
+    return type(value) is str and _once(headers, _NAME, value)
+
+
 def validate_request_headers(headers: Mapping[str, str], message: Mapping[str, Any],
                              input_schema: Mapping[str, Any] | None = None) -> None:
     """Check ``headers`` against ``message`` (see the module doc); :class:`HeaderMismatch` names
@@ -310,6 +335,8 @@ def validate_request_headers(headers: Mapping[str, str], message: Mapping[str, A
     recognized header is refused: an intermediary may have routed on either copy)."""
     params_of_tool = x_mcp_header_params(input_schema)
     method, params = _body(message)
+    if not params_of_tool and isinstance(headers, _CASE_INSENSITIVE) and _plainly_matching(headers, method, params):
+        return
     wanted = _wanted(method, params, params_of_tool)
     lookup: Callable[[str], str | None]
     if isinstance(headers, _CASE_INSENSITIVE):

@@ -30,7 +30,7 @@ import contextvars
 import logging
 import time
 from collections.abc import Iterator, Mapping, MutableMapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
@@ -282,9 +282,8 @@ class BackendCall:
                 sp.set_status(Status(StatusCode.ERROR))
 
 
-@contextmanager
 def backend_call(connector: str, kind: str, name: str,
-                 attributes: Mapping[str, Any] | None = None) -> Iterator[BackendCall]:
+                 attributes: Mapping[str, Any] | None = None) -> AbstractContextManager[BackendCall]:
     """Time one backend operation and trace it as a CLIENT span.
 
     ``kind`` is the connector kind (``openapi`` | ``sql`` | ``mcp`` ...); ``name`` is the span name
@@ -292,22 +291,38 @@ def backend_call(connector: str, kind: str, name: str,
     with :func:`inject` (and :func:`meta_traceparent`) carry this span as the parent. An exception
     leaving the block marks the call as an error (``cancelled`` for a cancellation).
     """
-    start = time.perf_counter()
-    call = BackendCall(None)
-    try:
-        if _state.tracer is None:  # on every call: no span machinery when tracing is off
-            yield call
-        else:
-            with span(name, {"mcp.gateway.connector": connector, **(attributes or {})},
-                      SpanKind.CLIENT) as sp:
-                call.span = sp
-                yield call
-    except BaseException as exc:
-        call.outcome = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
-        raise
-    finally:
-        if _state.metrics:
-            _backend_duration(connector, kind, call.outcome).observe(time.perf_counter() - start)
+    return _BackendScope(connector, kind, name, attributes)
+
+
+class _BackendScope:
+    """:func:`backend_call`'s block: a class rather than a generator, as it wraps every backend
+    call (entering and leaving a generator-based context manager costs several calls more)."""
+
+    __slots__ = ("_connector", "_kind", "_name", "_attributes", "_start", "_call", "_span")
+
+    def __init__(self, connector: str, kind: str, name: str, attributes: Mapping[str, Any] | None) -> None:
+        self._connector, self._kind, self._name, self._attributes = connector, kind, name, attributes
+        self._span: AbstractContextManager[Span | None] | None = None
+
+    def __enter__(self) -> BackendCall:
+        self._start = time.perf_counter()
+        call = self._call = BackendCall(None)
+        if _state.tracer is not None:  # on every call: no span machinery when tracing is off
+            self._span = span(self._name, {"mcp.gateway.connector": self._connector, **(self._attributes or {})},
+                              SpanKind.CLIENT)
+            call.span = self._span.__enter__()
+        return call
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        call = self._call
+        if exc is not None:
+            call.outcome = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
+        try:
+            if self._span is not None:
+                self._span.__exit__(exc_type, exc, tb)
+        finally:
+            if _state.metrics:
+                _backend_duration(self._connector, self._kind, call.outcome).observe(time.perf_counter() - self._start)
 
 
 _backend_children: dict[tuple[str, str, str], Any] = {}

@@ -210,7 +210,7 @@ def _guarded(guard: _Guard, endpoint: Endpoint) -> Callable[[web.Request], Await
         if request.content_length is not None and request.content_length > limit:
             return rpc_error(413, INVALID_REQUEST, f"Payload Too Large: over {limit} bytes")
         principal = await guard.principal(request)
-        if isinstance(principal, web.Response):
+        if not isinstance(principal, Principal):  # a refusal (web.Response's isinstance is an ABC check)
             return principal
         # After authentication: a stranger's slow body costs no more than aiohttp's lingering close.
         if request.method == "POST":

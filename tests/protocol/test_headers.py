@@ -367,3 +367,36 @@ def test_aiohttp_headers_are_checked_as_any_mapping(pairs: list[tuple[str, str]]
     expected = _outcome(Pairs(pairs), message, SCHEMA)
     assert _outcome(CIMultiDictProxy(CIMultiDict(pairs)), message, SCHEMA) == expected
     assert _outcome(CIMultiDict(pairs), message, SCHEMA) == expected
+
+
+_V, _M = ("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call")
+
+
+@pytest.mark.parametrize(("name", "pairs"), [
+    ("execute_sql", [_V, _M, ("Mcp-Name", "execute_sql")]),
+    ("execute_sql", [_V, _M, ("Mcp-Name", "execute_sql"), ("mcp-name", "execute_sql")]),  # repeated, equal
+    ("execute_sql", [_V, _M, _M, ("Mcp-Name", "execute_sql")]),
+    ("execute_sql", [_V, _M]),  # missing
+    # A body value that looks encoded must be sent encoded: the same text verbatim decodes to "hi".
+    ("=?base64?aGk=?=", [_V, _M, ("Mcp-Name", "=?base64?aGk=?=")]),
+    ("hi", [_V, _M, ("Mcp-Name", "=?base64?aGk=?=")]),
+    ("tab\tname", [_V, _M, ("Mcp-Name", "tab\tname")]),  # a tab is sent encoded, not verbatim
+    ("naïve", [_V, _M, ("Mcp-Name", "naïve")]),  # non-ASCII verbatim: refused
+    ("bell\x07", [_V, _M, ("Mcp-Name", "bell\x07")]),
+])
+def test_plainly_matching_shortcut_gives_the_full_checks_verdict(name: str, pairs: list[tuple[str, str]]) -> None:
+    """Without Mcp-Param headers a request's own headers are decided in a few lookups when they
+    match the body verbatim; every case the shortcut does not accept gets the full check's verdict."""
+    from multidict import CIMultiDict, CIMultiDictProxy
+
+    class Pairs(dict[str, str]):
+        def items(self) -> Any:
+            return list(pairs)
+
+    message = _call(name=name)
+    expected = _outcome(Pairs(pairs), message, None)
+    assert _outcome(CIMultiDictProxy(CIMultiDict(pairs)), message, None) == expected
+    if name in ("execute_sql", "hi") and len(pairs) == 3:
+        assert expected == "ok"
+    if "=?base64?aGk=?=" == name or "\x07" in name or "ï" in name or len(pairs) != 3:
+        assert expected != "ok"

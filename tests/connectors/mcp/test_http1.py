@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from connectors.mcp.http1 import HTTP1Client, HTTPConnectionError, header_block
+from connectors.mcp import http1
+from connectors.mcp.http1 import HTTP1Client, HTTPConnectionError, header_block, request_header_block
 from tests.support import free_port
 
 NO_HEADERS = header_block({})
@@ -349,6 +350,17 @@ def test_header_blocks_refuse_line_breaks() -> None:
             header_block(bad)
     with pytest.raises(ValueError, match="not an http"):
         HTTP1Client("ftp://example.com/mcp", connect_timeout_s=1)
+
+
+def test_request_header_blocks_are_remembered_only_when_short_and_checked() -> None:
+    headers = {"Mcp-Method": "tools/call", "Mcp-Name": "echo"}
+    first = request_header_block(headers)
+    assert first == header_block(headers) and request_header_block(dict(headers)) is first
+    with pytest.raises(ValueError, match="invalid HTTP header"):  # checked before it is remembered
+        request_header_block({"Mcp-Name": "echo\r\nX-Injected: 1"})
+    long = {"Mcp-Param-Blob": "x" * 2000}
+    assert request_header_block(long) == header_block(long)
+    assert tuple(long.items()) not in http1._BLOCKS  # a long value is not kept past its request
 
 
 def _self_signed(tmp: Path) -> tuple[Path, Path]:
