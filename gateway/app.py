@@ -375,6 +375,7 @@ class Gateway:
         await asyncio.gather(*list(self._background), return_exceptions=True)  # retired connectors stop
         await asyncio.gather(*(c.stop() for c in self.connectors.values()), return_exceptions=True)
         await self.oauth.close()
+        await self.endpoints.close()
         await self._stop_filters(self.filters)
         metrics.STATE.discard(self)
         if self._metrics_server is not None:

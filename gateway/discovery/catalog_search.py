@@ -7,6 +7,12 @@ a catalog that changes one tool costs one row. :meth:`find` answers ``find_tools
 visibility applied before the top *k* (see :meth:`SearchIndex.search`). The catalog may be an
 endpoint's view (:class:`gateway.endpoints.view.EndpointView`): tools are indexed by the listing's
 key, the name callers use there, with the OpenAPI tags and path of their operation when known.
+
+With a :class:`~gateway.discovery.hybrid.Semantic` (an endpoint's ``search.embeddings``),
+:meth:`embed` brings the tool vectors up to the index (only tools whose fingerprint has none) and
+:meth:`find` given a query vector fuses the lexical top *n* with the embedding top *n*, both over
+the caller's visible tools only; without a vector (the URL failed, or none is configured) it ranks
+lexically alone, exactly as without embeddings.
 """
 
 from __future__ import annotations
@@ -14,21 +20,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gateway.discovery.index import SearchIndex, ToolDoc, doc_from_tool
+from gateway.discovery.index import MAX_LIMIT, SearchIndex, ToolDoc, doc_from_tool
 from gateway.discovery.tools import DEFAULT_LIMIT, find_result
 
 if TYPE_CHECKING:
     from gateway.catalog import Catalog, Snapshot
+    from gateway.discovery.embeddings import Matrix
+    from gateway.discovery.hybrid import Semantic
 
 __all__ = ["CatalogSearch"]
 
 
 class CatalogSearch:
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, semantic: Semantic | None = None) -> None:
         self.catalog = catalog
         self.index = SearchIndex()
+        self.semantic = semantic  # replaceable (a reload that changes the endpoint's embeddings)
         self._seen: Snapshot | None = None
         self._docs: dict[str, tuple[dict[str, Any], ToolDoc]] = {}  # name → (wire it was made from, doc)
+        # name → the doc's fingerprint; a new object whenever the tools changed (the vector store
+        # compiles its matrix once per object).
+        self.prints: dict[str, str] = {}
 
     def stale(self) -> bool:
         """Whether the catalog's tools changed since the last :meth:`refresh`."""
@@ -52,12 +64,39 @@ class CatalogSearch:
                 docs[entry.key] = (entry.wire, doc_from_tool(entry.wire, tags=tags, path=path, prefix=prefix))
         counts = self.index.sync(doc for _, doc in docs.values())
         self._docs, self._seen = docs, snap
+        if counts != (0, 0):  # the index's fingerprints changed: a new object for the vector store
+            self.prints = dict(self.index.fingerprints)
         return counts
 
-    def find(self, query: str, limit: int = DEFAULT_LIMIT,
-             visible: Callable[[str], bool] | None = None) -> dict[str, Any]:
-        """The ``find_tools`` result for *query*: full Tool objects of the best visible tools."""
+    def pending(self) -> bool:
+        """Whether :meth:`embed` has tools to embed now (none without embeddings)."""
+        return self.semantic is not None and self.semantic.pending(self.prints)
+
+    async def embed(self) -> int:
+        """Embed the tools that have no vector yet (see :meth:`Semantic.sync`); how many were."""
+        semantic, prints, docs = self.semantic, self.prints, self._docs
+        if semantic is None:
+            return 0
+        from gateway.discovery.hybrid import tool_text  # numpy & co. only load where embeddings are set
+        return await semantic.sync(prints, lambda name: tool_text(docs[name][1]))
+
+    async def query_vector(self, query: str) -> Matrix | None:
+        """The vector of *query* for :meth:`find`, or None (no embeddings, or they failed: lexical)."""
+        return None if self.semantic is None else await self.semantic.query(query)
+
+    def find(self, query: str, limit: int = DEFAULT_LIMIT, visible: Callable[[str], bool] | None = None,
+             vector: Matrix | None = None) -> dict[str, Any]:
+        """The ``find_tools`` result for *query*: full Tool objects of the best visible tools
+        (hybrid when *vector*, the query's embedding from :meth:`query_vector`, is given)."""
         self.refresh()
         snap = self.catalog.snapshot("tools")
-        hits = self.index.search(query, limit, visible)
+        semantic = self.semantic
+        if vector is None or semantic is None:
+            hits = self.index.search(query, limit, visible)
+        else:
+            from gateway.discovery.hybrid import CANDIDATES, fuse
+            n = min(max(limit, CANDIDATES), MAX_LIMIT)
+            lexical = self.index.search(query, n, visible)
+            nearest = semantic.rank(vector, self.prints, n, visible)
+            hits = fuse(lexical, nearest, limit, semantic.config.weight)
         return find_result(hits, {h.name: snap.by_key[h.name].wire for h in hits if h.name in snap.by_key})

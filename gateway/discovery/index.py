@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -63,10 +63,11 @@ class ToolDoc:
     kind: str = ""  # "read", "write" or "delete" (from the tool's annotations; see .intent)
     param_names: str = ""  # the input properties' names, split into words
     deprecated: bool = False  # ranks below a current tool that does the same
+    answers: str = ""  # the top-level fields of the one object a read returns, split into words
 
     def fingerprint(self) -> str:
         blob = "\x1f".join((self.name, self.title, self.description, self.params, self.tags, self.path,
-                             self.prefix, self.kind, self.param_names, str(self.deprecated)))
+                             self.prefix, self.kind, self.param_names, str(self.deprecated), self.answers))
         return hashlib.blake2b(blob.encode(), digest_size=16).hexdigest()
 
 
@@ -94,11 +95,31 @@ def doc_from_tool(tool: dict[str, Any], tags: Iterable[str] = (), path: str = ""
             names.append(words_text(f"{pname} {' '.join(_enum(schema))}"))
             params.append(f"{names[-1]} {str(pdesc)[:_PARAM_DESC_CHARS]}")
     annotations = tool.get("annotations")
+    kind = tool_kind(annotations if isinstance(annotations, dict) else None)
     return ToolDoc(name=str(tool["name"]), title=str(title), description=desc, params=" ".join(params),
                    tags=" ".join(words_text(t) for t in tags), path=words_text(path),
                    prefix=prefix if str(tool["name"]).startswith(prefix) else "",
-                   kind=tool_kind(annotations if isinstance(annotations, dict) else None),
-                   param_names=" ".join(names), deprecated=deprecated)
+                   kind=kind, param_names=" ".join(names), deprecated=deprecated,
+                   answers=_answers(tool.get("outputSchema")) if kind == "read" else "")
+
+
+def _answers(schema: Any) -> str:
+    """The top-level property names of the one object *schema* (an ``outputSchema``) describes,
+    as words: what a read of one thing answers ("is the repo archived" → ``archived`` of
+    ``repos_get``). A collection (an array) answers nothing here: its items are many things."""
+    for _ in range(3):  # "$ref" into the schema's own "$defs", "allOf" of one part
+        if not isinstance(schema, dict):
+            return ""
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            schema = {**schema, **((schema.get("$defs") or {}).get(ref[len("#/$defs/"):]) or {}), "$ref": None}
+        elif isinstance(schema.get("allOf"), list) and schema["allOf"]:
+            schema = {"$defs": schema.get("$defs"), **schema["allOf"][0]}
+    props = schema.get("properties") if isinstance(schema, dict) and schema.get("type", "object") == "object" else None
+    if not isinstance(props, dict):
+        return ""
+    # Links to other resources ("archive_url", "commits_url") and ids are not what a read answers.
+    return words_text(" ".join(p for p in props if not p.endswith(("url", "id"))))
 
 
 def _enum(schema: Any, depth: int = 0) -> list[str]:
@@ -133,6 +154,12 @@ class SearchIndex:
 
     def __len__(self) -> int:
         return len(self._rowids)
+
+    @property
+    def fingerprints(self) -> Mapping[str, str]:
+        """Name → :meth:`ToolDoc.fingerprint` of every tool held (as of the last :meth:`sync`);
+        read-only for callers."""
+        return self._prints
 
     def close(self) -> None:
         self._db.close()
@@ -169,14 +196,14 @@ class SearchIndex:
         self._rowids[doc.name], self._names[rowid] = rowid, doc.name
         self._prints[doc.name] = doc.fingerprint()
         prof = self._profiles[doc.name] = profile(local, doc.title, doc.tags, doc.path, doc.description,
-                                                  doc.param_names, doc.kind, doc.deprecated)
+                                                  doc.param_names, doc.kind, doc.deprecated, doc.answers)
         self._heads.add(doc.name, prof)
 
     def search(self, query: str, limit: int = 8,
                visible: Callable[[str], bool] | None = None) -> list[SearchHit]:
         """The best *limit* tools for *query* among those *visible* allows, best first."""
         limit = max(1, min(int(limit), MAX_LIMIT))
-        parsed = parse(query[:MAX_QUERY])
+        parsed = parse(query[:MAX_QUERY], self._heads.names)
         if not parsed.intent.strong and parsed.lead:
             # "star the repo", "block a spammer": a sentence that opens with one of the catalog's
             # own verbs asks for what that verb does there.

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Intent", "query_intent", "tool_kind", "agreement", "READ", "WRITE", "DELETE"]
+__all__ = ["Intent", "query_intent", "is_question", "tool_kind", "agreement", "READ", "WRITE", "DELETE"]
 
 READ, WRITE, DELETE = "read", "write", "delete"
 
@@ -40,7 +40,8 @@ _WRITE_VERBS = frozenset({"create", "update", "cancel", "re run", "rerun", "rere
                           "follow", "block", "convert", "accept", "mark", "submit", "request"})
 _READ_VERBS = frozenset({"list", "get", "search", "download", "check"})
 # Plain reading words that are stop words for matching ("show me ...") but still say "a read".
-_READ_CUES = frozenset("show list get see view display fetch read look find tell".split())
+_READ_CUES = frozenset("show list get see view display fetch read look find tell retrieve obtain grab inspect "
+                       "describe return details info".split())
 
 _STRONG, _WEAK = 0.15, 0.05
 
@@ -53,10 +54,16 @@ class Intent:
     strong: bool
 
 
+def is_question(words: list[str]) -> bool:
+    """Whether *words* ask a question ("is the repo archived", "at what hours ...")."""
+    return bool(words) and (words[0] in _QUESTION or (words[0] in _PREPOSITIONS and words[1:2] != []
+                                                      and words[1] in _WH))
+
+
 def query_intent(words: list[str], verb_phrases: Iterable[tuple[str, ...]]) -> Intent:
     """The intent of a query from its words (:func:`~gateway.discovery.words.split_words`) and the
     spec phrases of its action concepts, in order."""
-    if words and (words[0] in _QUESTION or (words[0] in _PREPOSITIONS and words[1:2] and words[1] in _WH)):
+    if is_question(words):
         return Intent(READ, True)
     for phrases in verb_phrases:
         said = set(phrases)

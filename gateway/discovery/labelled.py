@@ -4,7 +4,11 @@
 do it; :func:`evaluate` reports recall@1 and recall@5 of a :class:`SearchIndex` over them. The
 ranker was tuned on that set; ``HELDOUT`` was written after that tuning, ``FRESH`` after a look at
 the held-out misses, each to measure new wording honestly. ``BLIND`` (101 tasks) was written
-before the ranker's second round of work and is never tuned on: measured only (docs/discovery.md).
+before the ranker's second round of work; it and ``FRESH`` were measured only in that round and
+tuned on in the third (docs/discovery.md). ``BLIND2`` (118 tasks) was written by an independent
+author who saw neither the ranker nor its vocabulary; it was measurement only in round 3 and is
+tuned on since round 4. ``BLIND3``, by another independent author, was measurement only in round 4
+and is tuned on since round 5; ``BLIND4``, by a fourth independent author, is measurement only (round 5).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import yaml
 from gateway.discovery.index import SearchIndex, ToolDoc
 from gateway.discovery.openapi import operation_docs
 
-__all__ = ["GITHUB_SPEC", "TASKS", "HELDOUT", "FRESH", "BLIND", "DEV", "Corpus", "github_corpus", "load_tasks", "evaluate", "Recall"]
+__all__ = ["GITHUB_SPEC", "TASKS", "HELDOUT", "FRESH", "BLIND", "BLIND2", "BLIND3", "BLIND4", "DEV", "Corpus", "github_corpus", "load_tasks", "evaluate", "Recall"]
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 GITHUB_SPEC = _DATA / "openapi" / "github-api.json.gz"
@@ -29,6 +33,9 @@ HELDOUT = _DATA / "discovery" / "github-tasks-heldout.yaml"
 FRESH = _DATA / "discovery" / "github-tasks-fresh.yaml"
 BLIND = _DATA / "discovery" / "github-tasks-blind.yaml"
 DEV = _DATA / "discovery" / "github-tasks-dev.yaml"
+BLIND2 = _DATA / "discovery" / "github-tasks-blind2.yaml"
+BLIND3 = _DATA / "discovery" / "github-tasks-blind3.yaml"
+BLIND4 = _DATA / "discovery" / "github-tasks-blind4.yaml"
 
 
 @dataclass(frozen=True, slots=True)

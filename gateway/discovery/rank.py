@@ -19,8 +19,10 @@ one word that says what the caller wants ("stargazers"). This stage scores each 
 * **soft hints**: "my" → authenticated user, "who" → user/member, a plural read → list: a small
   bonus when the name or title matches, never a cost.
 
-:class:`HeadIndex` (tools by name and title stems) supplies the candidates BM25 ranks too low and
-the catalog's own verbs (first words of names, with the kinds of the tools they start).
+:class:`HeadIndex` (tools by name and title stems) supplies the candidates BM25 ranks too low
+(including a namespace's plain operation, ``repos_update`` for "rename the repo"), the catalog's
+own verbs (first words of names, with the kinds of the tools they start) and whether the catalog
+names tools with a word (no person is called "webhook").
 
 Each tool's stems are computed once, when it is indexed (:func:`profile`), as one space-joined
 string per field: matching a stem is a substring test, and 6,000 profiles stay a few MB.
@@ -34,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from gateway.discovery.arguments import HINTS
 from gateway.discovery.intent import agreement
 from gateway.discovery.synonyms import Concept, Query
 from gateway.discovery.words import split_words, stem
@@ -41,13 +44,23 @@ from gateway.discovery.words import split_words, stem
 __all__ = ["Profile", "profile", "rerank", "HeadIndex", "FIELD_WEIGHTS"]
 
 # Field order of a Profile and how much a concept found there says about the tool.
-FIELD_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 0.2)  # name, title, tags, path, description, params
+# A read's answer fields (``archived`` of the repository ``repos_get`` returns) say what it answers;
+# they say most when the caller asks a question ("is acme/web archived", "how many stars ...").
+FIELD_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 0.3, 0.2)  # name, title, tags, path, description, answers, params
+_QUESTION_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 0.5, 0.2)
+# A state asked about in a question ("is acme/web *archived*") is a field of the thing's read.
+_STATE_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 1.0, 0.2)
 _BM25_SHARE = 0.5
 _EXTRA_PENALTY = 0.6
 _SOFT_BONUS = 0.1
 _HEAD_CAP = 400
 _NAMESPACE_SHARE = 0.5
 _DEPRECATED_PENALTY = 0.1
+VALUE_KINDS = frozenset(HINTS) - {"one", "repository"}  # soft hints that name what a value is
+# The plain verbs of each kind, for a query whose verb says only its kind ("get the org").
+_PLAIN = {"read": ("get", "list"), "write": ("creat", "updat"), "delete": ("delet",)}
+# The owners an operation can be scoped to in its name ("list-for-user", "list-for-authenticated-user").
+_SCOPES = frozenset(stem(w) for w in "user org organization authenticated enterprise repo team".split())
 _FUNCTION_WORDS = frozenset("a an the for in on at by with from to of and or into onto as".split())
 
 
@@ -68,7 +81,7 @@ def _joined(text: str) -> str:
 
 
 def profile(name: str, title: str, tags: str, path: str, description: str, param_names: str,
-            kind: str, deprecated: bool = False) -> Profile:
+            kind: str, deprecated: bool = False, answers: str = "") -> Profile:
     """The :class:`Profile` of one tool; *name* is its local name (no connector prefix). Its
     namespace (``issues`` of ``issues_remove-label``) is matched like any name word and counts
     half as an extra word nobody asked for (``enterprise-teams_delete`` when nobody said
@@ -76,7 +89,7 @@ def profile(name: str, title: str, tags: str, path: str, description: str, param
     head, sep, rest = name.partition("_")
     own, space = (rest, head) if sep and rest else (name, "")
     return Profile((_joined(name), _joined(title), _joined(tags), _joined(path), _joined(description),
-                    _joined(param_names)), _content(own), kind, _content(space), deprecated)
+                    _joined(answers), _joined(param_names)), _content(own), kind, _content(space), deprecated)
 
 
 def _content(text: str) -> tuple[str, ...]:
@@ -89,16 +102,18 @@ def _phrase(phrase: str) -> tuple[str, ...]:
     return tuple(f" {stem(w)} " for w in split_words(phrase))
 
 
-def _match(prof: Profile, phrases: Sequence[tuple[str, ...]]) -> float:
+def _match(prof: Profile, phrases: Sequence[tuple[str, ...]],
+           weights: tuple[float, ...] = FIELD_WEIGHTS) -> float:
     """The weight of the best field in which any of *phrases* occurs (0 when none does)."""
-    for field, weight in zip(prof.fields, FIELD_WEIGHTS, strict=True):
+    best = 0.0
+    for field, weight in zip(prof.fields, weights, strict=True):
+        if weight <= best:
+            continue
         for words in phrases:
-            if len(words) == 1:
-                if words[0] in field:
-                    return weight
-            elif words and all(w in field for w in words):
-                return weight
-    return 0.0
+            if (words[0] in field) if len(words) == 1 else (words and all(w in field for w in words)):
+                best = weight
+                break
+    return best
 
 
 class HeadIndex:
@@ -113,6 +128,12 @@ class HeadIndex:
         # the tools it starts ("star" → write, "unstar" → delete, "list" → read), and namespaces.
         self._leads: dict[str, Counter[str]] = {}
         self._spaces: Counter[str] = Counter()
+        # Tools named by their namespace and one verb ("repos_update", "issues_get"): the plain
+        # operation on the namespace's thing, by (namespace stem, verb stem).
+        self._bare: dict[tuple[str, str], set[str]] = {}
+        # The same operation scoped to an owner ("repos_list-for-user", "repos_list-for-org"): by
+        # (namespace stem, verb stem), with the stems of the rest of the name.
+        self._scoped: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {}
 
     def add(self, name: str, prof: Profile) -> None:
         for word in set((prof.fields[0] + prof.fields[1]).split()):
@@ -120,6 +141,10 @@ class HeadIndex:
         if prof.name and prof.kind:
             self._leads.setdefault(prof.name[0], Counter())[prof.kind] += 1
         self._spaces.update(prof.namespace)
+        if len(prof.name) == 1 and len(prof.namespace) == 1:
+            self._bare.setdefault((prof.namespace[0], prof.name[0]), set()).add(name)
+        elif len(prof.namespace) == 1 and len(prof.name) in (2, 3) and _SCOPES.issuperset(prof.name[1:]):
+            self._scoped.setdefault((prof.namespace[0], prof.name[0]), {})[name] = prof.name[1:]
 
     def remove(self, name: str, prof: Profile) -> None:
         for word in set((prof.fields[0] + prof.fields[1]).split()):
@@ -133,6 +158,14 @@ class HeadIndex:
             if self._leads[prof.name[0]].total() <= 0:
                 del self._leads[prof.name[0]]
         self._spaces.subtract(prof.namespace)
+        if len(prof.name) == 1 and len(prof.namespace) == 1:
+            self._bare.get((prof.namespace[0], prof.name[0]), set()).discard(name)
+        elif len(prof.namespace) == 1 and prof.name:
+            self._scoped.get((prof.namespace[0], prof.name[0]), {}).pop(name, None)
+
+    def names(self, word: str) -> bool:
+        """Whether some tool's name or title has *word* (a plain word; compared by its stem)."""
+        return stem(word) in self._tools
 
     def verb_kind(self, word: str) -> str:
         """The kind of operation the catalog's names mean by the verb *word* (a stem): the kind of
@@ -148,10 +181,27 @@ class HeadIndex:
     def candidates(self, query: Query, df: Callable[[str], int], total: int) -> list[str]:
         """Tools whose name or title holds a concept's phrase, most IDF-weighted concepts first."""
         score: dict[str, float] = {}
-        for concept in query.concepts:
+        # "rename the repo", "make the repository private": the namespace's plain operation.
+        verbs = {w.strip() for c in query.concepts if c.verb for p in c.phrases for w in _phrase(p)} \
+            or set(_PLAIN.get(query.intent.kind, ()))  # "Get the organization acme": get or list
+        things = {w.strip() for c in query.concepts if not c.verb for p in c.phrases for w in _phrase(p)}
+        # "is acme/web archived": the thing a value names ("acme/web", a repository) is asked about.
+        things |= {w.strip() for c in query.soft if c.said == "repository" for p in c.phrases for w in _phrase(p)}
+        # "public repositories owned by user X": the plain operation scoped to the owner named.
+        owners = things | {w.strip() for c in query.soft for p in c.phrases for w in _phrase(p)}
+        for thing in things:
+            for verb in verbs:
+                for name in self._bare.get((thing, verb), ()):
+                    score[name] = math.inf
+                for name, scope in self._scoped.get((thing, verb), {}).items():
+                    if owners.issuperset(scope):
+                        score[name] = math.inf
+        # The hints of argument values ("the user 'octocat'" → username) count half a concept.
+        valued = [(c, 0.5) for c in query.soft if c.said in VALUE_KINDS]
+        for concept, share in [(c, 1.0) for c in query.concepts] + valued:
             if concept.verb:
                 continue
-            weight = _idf(concept, df, total)
+            weight = share * _idf(concept, df, total)
             found: set[str] = set()
             for phrase in concept.phrases:
                 sets = sorted((self._tools.get(w.strip(), set()) for w in _phrase(phrase)), key=len)
@@ -174,10 +224,12 @@ def rerank(pool: Sequence[tuple[str, float]], query: Query, profiles: dict[str, 
     full = sum(weights) or 1.0
     soft = [[_phrase(p) for p in c.phrases] for c in query.soft]
     asked = {w.strip() for c in concepts + soft for words in c for w in words}
+    fields = _QUESTION_WEIGHTS if query.question else FIELD_WEIGHTS
+    per = [_STATE_WEIGHTS if query.question and c.participle else fields for c in query.concepts]
     out = []
     for name, score in pool:
         prof = profiles[name]
-        covered = sum(w * _match(prof, c) for c, w in zip(concepts, weights, strict=True)) / full
+        covered = sum(w * _match(prof, c, f) for c, w, f in zip(concepts, weights, per, strict=True)) / full
         hint = sum(m for m in (_match(prof, c) for c in soft) if m >= FIELD_WEIGHTS[1])
         # Smoothed share: a one-word name ("render") is not wholly unexplained for lacking one word.
         extra = (sum(1 for w in prof.name if w not in asked)

@@ -15,19 +15,23 @@ Then, per tool (keyed by the catalog's public name): ``rename`` (prompts too), `
 and ``defaults`` (fixed arguments: removed from the schema the endpoint lists and set on every call,
 whatever the caller sent). ``principals`` (``*``, ``group:<g>``, a name; empty: everyone the main
 auth admits) may connect; ``discovery: search`` lists ``find_tools`` and ``call_tool`` instead of
-the catalog. Pure models: :mod:`gateway.config` holds the field, :mod:`.selection` the logic.
+the catalog; its ``search.embeddings`` adds hybrid ranking through an operator's OpenAI-compatible
+``/v1/embeddings`` URL (:class:`EmbeddingsConfig`, docs/endpoints.md). Pure models: :mod:`gateway.config`
+holds the field, :mod:`.selection` the logic.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from connectors.config import NAME_PATTERN, TOOL_NAME_PATTERN, Model
 
-__all__ = ["EndpointConfig", "SelectRule", "RESERVED_TOOLS", "EndpointList"]
+__all__ = ["EndpointConfig", "SelectRule", "RESERVED_TOOLS", "EndpointList", "SearchConfig", "EmbeddingsConfig"]
 
 # What a search endpoint lists itself: a rename onto these would shadow them.
 RESERVED_TOOLS = frozenset({"find_tools", "call_tool"})
@@ -59,6 +63,65 @@ class SelectRule(Model):
         return frozenset(named) or frozenset({"tool", "resource", "prompt"})
 
 
+def _loopback(host: str | None) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
+
+
+class EmbeddingsConfig(Model):
+    """An OpenAI-compatible embeddings endpoint for hybrid ranking (``gateway.discovery.hybrid``).
+
+    Tool texts (at index time) and ``find_tools`` queries are POSTed to ``url``; the key, when
+    ``api_key_env`` names one, is read from that environment variable and sent in ``api_key_header``
+    (``Authorization: Bearer KEY``, or the raw key in another header such as Azure's ``api-key``)
+    to that URL only: redirects are never followed.
+    """
+
+    url: str
+    model: str = Field(min_length=1, max_length=200)
+    api_key_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    api_key_header: str = Field("Authorization", pattern=r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+    dimensions: int | None = Field(None, ge=1, le=16384)  # sent as `dimensions` (models that shorten)
+    timeout_s: float = Field(2.0, gt=0, le=60)  # one find_tools waits at most this for its query's vector
+    index_timeout_s: float = Field(30.0, gt=0, le=600)  # one batch of tool texts
+    batch: int = Field(64, ge=1, le=2048)  # tool texts per request
+    weight: float = Field(1.0, gt=0, le=10)  # the embedding ranking's weight in the fusion; lexical is 1
+    min_similarity: float = Field(0.0, ge=-1, le=1)  # cosine below which a tool is not a semantic match
+    query_cache: int = Field(256, ge=0, le=100_000)  # query vectors kept (LRU); 0: none
+    max_response_bytes: int = Field(32 * 2**20, ge=1024, le=2**30)
+    cooldown_s: float = Field(30.0, ge=0, le=3600)  # after repeated failures: lexical only this long
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("url must be an http:// or https:// URL (http://127.0.0.1:8000/v1/embeddings)")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("url must not carry credentials: put the key in the variable api_key_env names")
+        if parts.fragment:
+            raise ValueError("url must not have a #fragment")
+        return value
+
+    @model_validator(mode="after")
+    def _key_over_tls(self) -> EmbeddingsConfig:
+        parts = urlsplit(self.url)
+        if self.api_key_env and parts.scheme == "http" and not _loopback(parts.hostname):
+            raise ValueError("api_key_env: the key would cross the network in clear text; use an https:// url "
+                             "(http:// is allowed on loopback only)")
+        return self
+
+
+class SearchConfig(Model):
+    """How a ``discovery: search`` endpoint ranks: lexically, plus ``embeddings`` when set."""
+
+    embeddings: EmbeddingsConfig | None = None
+
+
 class EndpointConfig(Model):
     name: str = Field(pattern=NAME_PATTERN)
     title: str | None = None
@@ -69,6 +132,7 @@ class EndpointConfig(Model):
     defaults: dict[str, dict[str, Any]] = Field(default_factory=dict)
     principals: tuple[str, ...] = ()
     discovery: Literal["list", "search"] = "list"
+    search: SearchConfig | None = None
 
     @field_validator("rename")
     @classmethod
@@ -85,6 +149,9 @@ class EndpointConfig(Model):
 
     @model_validator(mode="after")
     def _search_names(self) -> EndpointConfig:
+        if self.search is not None and self.discovery != "search":
+            raise ValueError("search: only a discovery: search endpoint ranks tools; set discovery: search "
+                             "or remove search")
         if self.discovery == "search":
             taken = sorted(RESERVED_TOOLS & set(self.rename.values()))
             if taken:

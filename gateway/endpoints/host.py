@@ -318,6 +318,11 @@ class Endpoints:
             if host.view.search and not host.gone:
                 spawn(host.search.warm())
 
+    async def close(self) -> None:
+        """The gateway stops: search endpoints close their embeddings clients."""
+        for host in self.hosts.values():
+            await host.search.close()
+
     def of(self, session: object) -> str:
         """The endpoint a session belongs to ("" for ``/mcp``)."""
         host = getattr(session, "host", None)

@@ -11,7 +11,11 @@ catalog (definitions in :mod:`gateway.discovery.tools`).
 * ``call_tool {name, arguments}`` never reaches this module: the view's ``translate`` rewrites it
   into the ``tools/call`` of the named tool before the context is built, so access rules,
   argument validation, rate limits, audit and telemetry see that tool, not ``call_tool``;
-* the tools found are callable directly by name on the endpoint, as on a ``list`` endpoint.
+* the tools found are callable directly by name on the endpoint, as on a ``list`` endpoint;
+* with ``search.embeddings`` (:mod:`gateway.discovery.hybrid`) the query's vector is fetched
+  before the index is locked (a slow URL never holds other searches), tool vectors are made in the
+  background after each warm-up or search that finds tools without one, and a reload that changes
+  the embeddings config starts afresh (the old client is closed).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from gateway.filters.auth import AccessFilter
 
 if TYPE_CHECKING:
     from gateway.context import CallContext, LocalHandler
+    from gateway.discovery.hybrid import Semantic
+    from gateway.endpoints.config import EmbeddingsConfig
     from gateway.endpoints.view import EndpointView
     from gateway.filters import Filter
 
@@ -56,19 +62,49 @@ class EndpointSearch:
         # One user of the index at a time: a refresh runs in a worker thread (thousands of tools
         # take seconds to index; the event loop keeps serving meanwhile).
         self._lock = asyncio.Lock()
+        self._semantic: Semantic | None = None
+        self._semantic_for: EmbeddingsConfig | None = None
+        self._embedding: asyncio.Task[int] | None = None
+
+    def _embeddings(self) -> EmbeddingsConfig | None:
+        search = self.view.config.search
+        return search.embeddings if search is not None else None
 
     async def _ready(self) -> CatalogSearch:
         async with self._lock:
             if self._index is None:
                 self._index = CatalogSearch(self.view)
+            wanted = self._embeddings()
+            if wanted != self._semantic_for:  # first use, or a reload changed search.embeddings
+                old, self._semantic, self._semantic_for = self._semantic, None, wanted
+                if wanted is not None:
+                    from gateway.discovery.hybrid import Semantic  # numpy only where embeddings are set
+                    self._semantic = Semantic(wanted, self.view.config.name)
+                self._index.semantic = self._semantic
+                if old is not None:
+                    await old.close()
             if self._index.stale():
                 await asyncio.to_thread(self._index.refresh)
             return self._index
 
     async def warm(self) -> None:
         """Bring the index up to the endpoint's tools now (after a catalog rebuild), so the next
-        ``find_tools`` does not wait for it."""
-        await self._ready()
+        ``find_tools`` does not wait for it; then their vectors, when embeddings are configured."""
+        index = await self._ready()
+        await index.embed()
+
+    def _embed_later(self, index: CatalogSearch) -> None:
+        """Start making missing tool vectors in the background (one task at a time)."""
+        if index.pending() and (self._embedding is None or self._embedding.done()):
+            self._embedding = asyncio.get_running_loop().create_task(index.embed())
+
+    async def close(self) -> None:
+        """Stop background embedding and close the embeddings client (the gateway stops)."""
+        if self._embedding is not None:
+            self._embedding.cancel()
+            await asyncio.gather(self._embedding, return_exceptions=True)
+        if self._semantic is not None:
+            await self._semantic.close()
 
     def local_handler(self, method: str, params: dict[str, Any]) -> LocalHandler | None:
         """The handler of a request the endpoint serves itself (``find_tools``), else None."""
@@ -101,5 +137,8 @@ class EndpointSearch:
             return _tool_error(f"find_tools: limit must be an integer from 1 to {MAX_LIMIT}")
         ctx.record.backend_target = "find_tools"
         index = await self._ready()
+        vector = await index.query_vector(query)  # None: lexical alone (no embeddings, or they failed)
         async with self._lock:  # a warm-up may have started since: never search while it writes
-            return index.find(query, limit, self._visible(ctx))
+            result = index.find(query, limit, self._visible(ctx), vector)
+        self._embed_later(index)
+        return result

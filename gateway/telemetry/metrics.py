@@ -26,6 +26,8 @@ Who records what (so each value has exactly one writer):
 * ``gateway.session`` (one place: ``server_request_refused``) and ``gateway.stateless`` —
   :data:`SERVER_REQUESTS_REFUSED`.
 * ``gateway.filters.cache`` — :data:`RESPONSE_CACHE` (hits and misses of cacheable tool calls).
+* ``gateway.discovery.embeddings`` — :data:`EMBEDDING_REQUESTS`; ``gateway.discovery.hybrid`` —
+  :data:`SEARCH_LEXICAL_FALLBACKS` (search endpoints with hybrid ranking).
 * ``gateway.auth`` — :data:`AUTH_FAILURES` (HTTP requests refused before any session exists).
 * ``gateway.transports`` (the HTTP server and app) — :data:`HTTP_REFUSED`.
 * ``gateway.reloader`` (SIGHUP, file changes) — :data:`CONFIG_RELOADS`, :data:`CONFIG_LAST_RELOAD`.
@@ -96,6 +98,9 @@ __all__ = [
     "AUDIT_EVENTS_SPILLED",
     "AUDIT_EVENTS_DROPPED",
     "RESPONSE_CACHE",
+    "EMBEDDING_REQUESTS",
+    "EMBEDDING_OUTCOMES",
+    "SEARCH_LEXICAL_FALLBACKS",
     "BUILD_INFO",
     "METRIC_NAMES",
     "GatewayStateCollector",
@@ -231,6 +236,21 @@ RESPONSE_CACHE = Counter(
     "response_cache", "Cacheable tool calls, by connector and result (hit | miss).",
     ("connector", "result"), namespace=NAMESPACE, registry=REGISTRY)
 
+# -- hybrid tool search (gateway.discovery.embeddings, gateway.discovery.hybrid) ----------------------
+# The closed set of outcomes of one request to an embeddings URL (and the fallback reasons besides
+# breaker_open and no_key, which send nothing).
+EMBEDDING_OUTCOMES = ("ok", "timeout", "connection", "http_error", "redirect", "too_large", "bad_response",
+                      "dimensions")
+EMBEDDING_REQUESTS = Counter(
+    "embedding_requests", "Requests a search endpoint made to its embeddings URL, by endpoint, stage (query | "
+    "index) and outcome (ok | timeout | connection | http_error | redirect | too_large | bad_response | "
+    "dimensions).",
+    ("endpoint", "stage", "outcome"), namespace=NAMESPACE, registry=REGISTRY)
+SEARCH_LEXICAL_FALLBACKS = Counter(
+    "search_lexical_fallbacks", "find_tools calls of an endpoint with hybrid ranking that were ranked lexically "
+    "alone, by endpoint and reason (a failed request's outcome, breaker_open, no_key, not_indexed).",
+    ("endpoint", "reason"), namespace=NAMESPACE, registry=REGISTRY)
+
 BUILD_INFO = Info("build", "Gateway version.", namespace=NAMESPACE, registry=REGISTRY)
 
 # Scrape-time gauges (GatewayStateCollector); declared here so the names live in this module too.
@@ -247,7 +267,7 @@ def _exported_names() -> frozenset[str]:
                    SERVER_REQUESTS_REFUSED, HTTP_REFUSED,
                    BACKEND_CALL_DURATION, CONNECTOR_RECONNECTS, CONFIG_RELOADS, CONFIG_LAST_RELOAD,
                    AUDIT_QUEUE_DEPTH, AUDIT_EVENTS_WRITTEN, AUDIT_EVENTS_SPILLED, AUDIT_EVENTS_DROPPED,
-                   RESPONSE_CACHE, ENDPOINT_REQUESTS,
+                   RESPONSE_CACHE, ENDPOINT_REQUESTS, EMBEDDING_REQUESTS, SEARCH_LEXICAL_FALLBACKS,
                    BUILD_INFO):
         for family in metric.describe():
             names.add(family.name)

@@ -157,6 +157,20 @@ def test_a_tool_named_for_what_was_asked_is_found_under_many_wordy_ones() -> Non
     assert all(h.name != "markdown_render" for h in index.search("render markdown", 50))
 
 
+def test_the_plain_operation_on_a_namespace_is_a_candidate() -> None:
+    # "rename the repo": the tool named only by its namespace and verb (repos_update) has no word
+    # of the query in its name or description; it joins the candidates by (namespace, verb), and
+    # is forgotten when it is gone.
+    docs = [ToolDoc(f"repos_rename-thing-{i}", f"Rename a repository thing {i}", "Rename or update the repository thing.",
+                    kind="write") for i in range(80)]
+    docs.append(ToolDoc("repos_update", "Update a repository", "Edit settings.", kind="write"))
+    index = SearchIndex()
+    index.sync(docs)
+    assert "repos_update" in [h.name for h in index.search("rename the repo to api-v2", 3)]
+    index.sync(docs[:-1])
+    assert all(h.name != "repos_update" for h in index.search("rename the repo", 50))
+
+
 _FUZZ_INDEX = SearchIndex()
 _FUZZ_INDEX.sync(doc_from_tool(t) for t in [
     _tool("labels_list", "List labels on an issue", "read"), _tool("labels_add", "Add labels", "write"),
@@ -167,7 +181,9 @@ _FUZZ_INDEX.sync(doc_from_tool(t) for t in [
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(["stop", "following", "show", "me", "my", "who", "label", "labels", "add",
-                                 "remove", "take", "off", "team", "legacy", '"', "NEAR(", "*", "OR", "ing"]),
+                                 "remove", "take", "off", "team", "legacy", '"', "NEAR(", "*", "OR", "ing",
+                                 "make", "open", "a", "to", "acme/api", "#3", "kick", "bob", "who", "starred",
+                                 "'x'", "v1.0", "is", "without", "making"]),
                 max_size=8).map(" ".join), st.integers(min_value=-2, max_value=60))
 def test_any_query_ranks_only_visible_tools_within_the_limit(query: str, limit: int) -> None:
     hidden = "labels_add"

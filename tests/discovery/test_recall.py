@@ -2,11 +2,17 @@
 
 Prints recall@1 and recall@5 per set (run with ``-s`` to see them, misses included). The sets:
 
-* tuned on -- their misses may drive general changes to the ranker: ``github-tasks.yaml`` (main,
-  the issue's target: recall@5 ≥ 0.9), ``-heldout.yaml`` and ``-dev.yaml``;
-* measurement only -- NEVER tuned on, no synonym, weight or rule may be added because of a miss on
-  them: ``-fresh.yaml`` and ``-blind.yaml`` (written before the ranker's second round of work).
-  They show how the ranker does on wording nobody tuned for.
+* tuned on -- their misses may drive general changes to the ranker (a rule of English or of HTTP,
+  a field weight, a vocabulary entry a developer would use anywhere; never a rule keyed to one
+  query): ``github-tasks.yaml`` (main, the issue's target: recall@5 ≥ 0.9), ``-heldout.yaml``,
+  ``-dev.yaml``, since round 3 ``-fresh.yaml`` and ``-blind.yaml`` (measurement only in
+  round 2), since round 4 ``-blind2.yaml`` (an independent author's, measurement only in
+  round 3), and since round 5 ``-blind3.yaml`` (another's, measurement only in round 4);
+* measurement only -- NEVER tuned on, its misses never looked at: ``-blind4.yaml``, written by
+  a fourth independent author who saw neither the ranker nor its vocabulary. It shows how the
+  ranker does on wording nobody tuned for. Vocabulary added after it was commissioned may not come
+  from it (:func:`test_vocabulary_added_since_blind4_was_commissioned_was_not_taken_from_it`).
+  It is merged separately from the ranker's work: while it is absent its tests fail and say so.
 
 The floors below are what was measured minus a small margin, as regression guards; raise them
 when the ranker gets better, never lower them to make a change pass (docs/discovery.md).
@@ -21,6 +27,9 @@ import pytest
 from gateway.discovery import SearchIndex
 from gateway.discovery.labelled import (
     BLIND,
+    BLIND2,
+    BLIND3,
+    BLIND4,
     DEV,
     FRESH,
     HELDOUT,
@@ -34,11 +43,33 @@ from gateway.discovery.labelled import (
 from gateway.discovery.synonyms import SOFT, SYNONYMS
 from gateway.discovery.words import split_words
 
-SETS = {"main": TASKS, "held-out": HELDOUT, "dev": DEV, "fresh": FRESH, "blind": BLIND}
-# (recall@1, recall@5) floors, a margin under what the ranker measured when they were set:
-# main 0.716/1.000, held-out 0.750/0.917, dev 0.405/0.857, fresh 0.538/0.808, blind 0.485/0.772.
-FLOORS = {"main": (0.65, 0.9), "held-out": (0.65, 0.85), "dev": (0.35, 0.8), "fresh": (0.45, 0.75),
-          "blind": (0.45, 0.72)}
+SETS = {"main": TASKS, "held-out": HELDOUT, "dev": DEV, "fresh": FRESH, "blind": BLIND, "blind-2": BLIND2,
+        "blind-3": BLIND3}
+TUNED = dict(SETS)
+ROUND3_TUNED = [TASKS, HELDOUT, DEV, FRESH, BLIND]  # the sets tuned on while blind-2 was measurement only
+ROUND4_TUNED = ROUND3_TUNED + [BLIND2]  # the sets tuned on while blind-3 was measurement only
+SETS["blind-4"] = BLIND4  # measurement only (see the vocabulary guard below)
+# (recall@1, recall@5) floors, a margin under what the ranker measured when they were set (round 4):
+# main 0.784/1.000, held-out 0.792/1.000, dev 0.595/0.952, fresh 0.769/1.000, blind 0.752/0.980,
+# blind-2 0.720/0.975 (0.636/0.856 when it was first measured, measurement only, in round 3).
+# blind-3, first measured when merged after round 4: 0.637/0.871 (0.589/0.823 with round 3's
+# ranker, 0.468/0.742 with round 2's); tuned on since round 5: 0.734/0.984 after it (round 5 also
+# measured dev 0.619/0.952 and blind-2 0.737/0.975; the rest unchanged).
+# blind-4 (measurement only), first measured when merged after round 5: 0.550/0.783 (0.543/0.752
+# with round 4's ranker, 0.527/0.729 with round 3's).
+FLOORS = {"main": (0.74, 0.96), "held-out": (0.72, 0.95), "dev": (0.57, 0.9), "fresh": (0.72, 0.95),
+          "blind": (0.7, 0.95), "blind-2": (0.69, 0.93), "blind-3": (0.69, 0.95), "blind-4": (0.5, 0.74)}
+_DATA = Path(__file__).resolve().parents[1] / "data" / "discovery"
+VOCABULARY_AT_BLIND2 = _DATA / "vocabulary-at-blind2.txt"
+VOCABULARY_AT_BLIND3 = _DATA / "vocabulary-at-blind3.txt"
+VOCABULARY_AT_BLIND4 = _DATA / "vocabulary-at-blind4.txt"
+
+
+def _require(path: Path) -> None:
+    """Fail, saying why, when a measurement-only set merged separately is not in the tree yet."""
+    if not path.exists():
+        pytest.fail(f"{path.relative_to(path.parents[3])} is missing: the measurement-only set "
+                    "written by an independent author is merged separately; this test needs it")
 
 
 @pytest.fixture(scope="module")
@@ -60,18 +91,20 @@ def _report(label: str, recall: Recall) -> None:
 
 
 def test_labelled_sets_are_big_enough_and_name_real_operations(corpus: Corpus) -> None:
-    sizes = {label: len(load_tasks(path)) for label, path in SETS.items()}
-    for path in SETS.values():
+    present = {label: path for label, path in SETS.items() if path.exists()}
+    sizes = {label: len(load_tasks(path)) for label, path in present.items()}
+    for path in present.values():
         assert all(op in corpus.name_of for t in load_tasks(path) for op in t["ops"])
     assert sizes["main"] >= 60 and sizes["blind"] >= 60
     # No task is in two sets: a blind task copied into a tuned set would be tuned on.
-    queries = [t["query"].lower() for path in SETS.values() for t in load_tasks(path)]
+    queries = [t["query"].lower() for path in present.values() for t in load_tasks(path)]
     assert len(queries) == len(set(queries))
     assert len(corpus.docs) == 1223
 
 
 @pytest.mark.parametrize("label", list(SETS))
 def test_recall_on_plain_words_tasks(index: SearchIndex, corpus: Corpus, label: str) -> None:
+    _require(SETS[label])
     recall = evaluate(index, corpus, load_tasks(SETS[label]))
     _report(label, recall)
     at1, at5 = FLOORS[label]
@@ -79,21 +112,116 @@ def test_recall_on_plain_words_tasks(index: SearchIndex, corpus: Corpus, label: 
     assert recall.at1 >= at1
 
 
-def test_vocabulary_added_since_the_blind_set_was_not_taken_from_it() -> None:
-    # A key added to the map after the blind set was written may occur in a blind or fresh query
-    # only if a tuned query has it too: otherwise the "never tuned on" sets would be tuned on.
-    path = Path(__file__).resolve().parents[1] / "data" / "discovery" / "vocabulary-at-blind.txt"
-    before = {tuple(line.split()) for line in path.read_text().splitlines() if line and not line.startswith("#")}
-    added = [k for k in SYNONYMS if k not in before] + [(w,) for w in SOFT]
-    tuned = [split_words(t["query"]) for p in (TASKS, HELDOUT) for t in load_tasks(p)]
+def _snapshot(path: Path) -> tuple[set[tuple[str, ...]], set[str]]:
+    """The map keys and soft-hint words a vocabulary snapshot file records."""
+    keys: set[tuple[str, ...]] = set()
+    soft: set[str] = set()
+    for line in path.read_text().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("soft:"):
+            soft.add(line[len("soft:"):])
+        else:
+            keys.add(tuple(line.split()))
+    return keys, soft
+
+
+def _taken(snapshot: Path, measured: list[Path], tuned: list[Path],
+           until: Path | None = None) -> list[tuple[str, str]]:
+    """(key, query) for each map key or soft word added since *snapshot* (and, with *until*, present
+    in that later snapshot: added between the two) that occurs in a query of the *measured* sets but
+    in no query of the *tuned* ones."""
+    keys, soft = _snapshot(snapshot)
+    added = [k for k in SYNONYMS if k not in keys] + [(w,) for w in SOFT if w not in soft]
+    if until is not None:
+        later_keys, later_soft = _snapshot(until)
+        added = [k for k in added if k in later_keys or (len(k) == 1 and k[0] in later_soft)]
+    tuned_words = [split_words(t["query"]) for p in tuned for t in load_tasks(p)]
     taken = []
-    for path in (BLIND, FRESH):
+    for path in measured:
         for task in load_tasks(path):
             words = split_words(task["query"])
             for key in added:
-                if _has(words, key) and not any(_has(t, key) for t in tuned):
+                if _has(words, key) and not any(_has(t, key) for t in tuned_words):
                     taken.append((" ".join(key), task["query"]))
-    assert added and taken == []
+    return taken
+
+
+def test_the_vocabulary_snapshot_at_blind2_is_the_map_of_its_commission() -> None:
+    # The snapshot was taken before round 3 changed the map: every key then is still a key or was
+    # removed on purpose; round 3 added keys after it (so the guard below guards something).
+    keys, soft = _snapshot(VOCABULARY_AT_BLIND2)
+    assert len(keys) > 300 and {"my", "who"} <= soft
+    assert [k for k in SYNONYMS if k not in keys]
+
+
+def test_vocabulary_added_since_blind2_was_commissioned_was_not_taken_from_it() -> None:
+    # Historical (round 3, when blind-2 was measurement only): a key added to the map during round
+    # 3 -- after the blind-2 snapshot, present in the blind-3 one -- may occur in a blind-2 query
+    # only if a set tuned in round 3 has it too. Since round 4 blind-2 is tuned on, so keys added in
+    # round 4 may come from its misses; they are outside this guard (its *until* snapshot).
+    _assert_only_coincidences(_taken(VOCABULARY_AT_BLIND2, [BLIND2], ROUND3_TUNED, until=VOCABULARY_AT_BLIND3),
+                              ROUND3_COINCIDENCES)
+
+
+# Keys round 3 added from the ranker author's own practice queries (written and tuned on, not kept),
+# before blind-2 was merged or seen, that happen to occur in blind-2 queries. Ranked without them,
+# blind-2's recall@5 is 0.847 instead of 0.856 (docs/discovery.md). No other added key may occur in
+# a blind-2 query unless a tuned query has it too; this list only ever shrinks.
+ROUND3_COINCIDENCES = frozenset({
+    "between", "billing", "changelog", "child task", "custom domain", "domain", "env", "epic", "hour",
+    "https", "invitation", "mandatory", "markdown to html", "non members", "nuke", "paying", "react",
+    "render", "revoke", "stuck", "usage",
+})
+
+
+def test_the_vocabulary_snapshot_at_blind3_is_the_map_of_its_commission() -> None:
+    # Taken before round 4 changed the map: it holds every key of the blind-2 snapshot still kept,
+    # and more (round 3's).
+    keys, soft = _snapshot(VOCABULARY_AT_BLIND3)
+    keys2, _ = _snapshot(VOCABULARY_AT_BLIND2)
+    assert len(keys) > len(keys2) > 300 and {"my", "who"} <= soft
+
+
+def test_vocabulary_added_since_blind3_was_commissioned_was_not_taken_from_it() -> None:
+    # Historical (round 4, when blind-3 was measurement only): a key added to the map during round
+    # 4 -- after the blind-3 snapshot, present in the blind-4 one -- may occur in a blind-3 query
+    # only if a set tuned in round 4 has it too. Since round 5 blind-3 is tuned on, so keys added in
+    # round 5 may come from its misses; they are outside this guard (its *until* snapshot).
+    _require(BLIND3)
+    _assert_only_coincidences(_taken(VOCABULARY_AT_BLIND3, [BLIND3], ROUND4_TUNED, until=VOCABULARY_AT_BLIND4),
+                              ROUND4_COINCIDENCES)
+
+
+# As ROUND3_COINCIDENCES for blind-2: keys round 4 added (from blind-2's misses and its author's
+# practice queries) that happen to occur in blind-3 queries. Ranked without them blind-3 scores the
+# same (0.871 at 5). This list only ever shrinks.
+ROUND4_COINCIDENCES = frozenset({"developers", "force pushed", "star count", "test results"})
+
+
+def test_the_vocabulary_snapshot_at_blind4_is_the_map_of_its_commission() -> None:
+    # Taken before round 5 changed the map: it holds more keys than the blind-3 snapshot (round 4's).
+    keys, soft = _snapshot(VOCABULARY_AT_BLIND4)
+    keys3, _ = _snapshot(VOCABULARY_AT_BLIND3)
+    assert len(keys) > len(keys3) > 300 and {"my", "who"} <= soft
+
+
+def test_vocabulary_added_since_blind4_was_commissioned_was_not_taken_from_it() -> None:
+    # A key added to the map after blind-4 was commissioned (round 5) may occur in a blind-4 query
+    # only if a tuned query has it too: otherwise the measurement-only set would be tuned on.
+    _require(BLIND4)
+    _assert_only_coincidences(_taken(VOCABULARY_AT_BLIND4, [BLIND4], list(TUNED.values())), ROUND5_COINCIDENCES)
+
+
+# As ROUND4_COINCIDENCES for blind-3: keys round 5 added (from blind-3's misses and practice
+# queries) that happen to occur in blind-4 queries. Ranked without it blind-4 scores the same at 5
+# (0.783; 0.558 at 1 instead of 0.550). This list only ever shrinks.
+ROUND5_COINCIDENCES: frozenset[str] = frozenset({"recursively"})
+
+
+def _assert_only_coincidences(taken: list[tuple[str, str]], coincidences: frozenset[str]) -> None:
+    """Every (key, query) a guard found is one of the keys listed as a round's coincidences."""
+    assert [(key, query) for key, query in taken if key not in coincidences] == []
 
 
 def _has(words: list[str], key: tuple[str, ...]) -> bool:

@@ -51,14 +51,14 @@ def test_map_keys_are_found_in_inflected_forms_but_not_through_other_words() -> 
     assert "issue" in expand("tickets")[0].phrases
     assert "deployment" in expand("deploying")[0].phrases
     # A stemmer would make "findings" the search verb "find"; only inflections are undone.
-    assert expand("findings")[0].phrases == ("findings",)
+    assert "search" not in expand("findings")[0].phrases
 
 
 def test_a_participle_names_a_thing_and_asks_no_action() -> None:
     from gateway.discovery.intent import READ
     from gateway.discovery.synonyms import parse
 
-    q = parse("lines added per week")
+    q = parse("labels added per day")
     added = next(c for c in q.concepts if c.said == "added")
     assert added.phrases == ("added",) and not added.verb  # a state: no "create" pulled in
     assert q.intent.kind == READ and not q.intent.strong
@@ -99,7 +99,10 @@ def test_questions_ask_for_reads_whatever_their_verbs() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("abcdefghijklmnopqrstuvwxyz ABC-_'?!0123456789")), max_size=80)
        | st.lists(st.sampled_from(["stop", "following", "show", "me", "my", "who", "at", "what", "added",
-                                   "tickets", "take", "off", "give", "back", "on", "ing", "s", "un"]),
+                                   "tickets", "take", "off", "give", "back", "on", "ing", "s", "un", "make",
+                                   "open", "new", "set", "to", "without", "making", "starred", "does",
+                                   "called", "kick", "bob", "42", "#7", "acme/api", "'x y'", "v1.2.0",
+                                   "details", "getting", "can", "read", "a", "the", "is", "user"]),
                   max_size=10).map(" ".join))
 def test_any_query_parses_to_concepts_of_its_own_words(query: str) -> None:
     # Never raises; every concept and hint carries at least one non-empty phrase; the intent is one
@@ -110,3 +113,135 @@ def test_any_query_parses_to_concepts_of_its_own_words(query: str) -> None:
     assert all(c.phrases and all(p for p in c.phrases) for c in q.concepts + q.soft)
     assert q.intent.kind in ("read", "write", "delete")
     assert q.lead == "" or q.lead in query.lower()
+
+
+def test_argument_values_are_not_searched_words() -> None:
+    from gateway.discovery.arguments import tokens
+
+    def ordinary(word: str) -> bool:
+        return word in ("ci", "cd", "read", "write")
+
+    agent = tokens("Get details of workflow run 123 in repository acme/api", ordinary)
+    assert agent.words == ["get", "details", "of", "workflow", "run", "in", "repository"]
+    assert agent.kinds == ["one", "repository"]  # run 123 is one run; acme/api a repository
+    assert tokens("set up CI/CD with read/write access", ordinary).kinds == []  # ordinary words
+    counts = tokens("the top 10 referrers in the last 30 days", ordinary)
+    assert counts.kinds == [] and "10" not in counts.words and "30" not in counts.words
+    values = tokens("cut v3.1.0, point docs.acme.com at it, ping @octocat, name it 'big launch'", ordinary)
+    assert values.kinds == ["version", "domain", "user"]
+    assert "big" not in values.words and "launch" not in values.words
+    assert tokens("what's the SHA of deadbeef42", ordinary).kinds == ["sha"]
+    assert tokens("ticket #42", ordinary).kinds == ["one"]
+    assert "jira" in tokens("link JIRA-123 references", ordinary).words  # a key, not an item number
+
+
+def test_open_is_a_state_after_a_verb_or_before_plural_things_and_create_before_an_article() -> None:
+    from gateway.discovery.synonyms import parse
+
+    q = parse("Retrieve open pull requests for the repository owner/repo")
+    assert q.intent.kind == "read" and q.intent.strong
+    opened = next(c for c in q.concepts if c.said == "open")
+    assert opened.phrases == ("open",) and not opened.verb
+    assert parse("open tickets in the repo").intent.kind == "read"
+    assert parse("open a ticket for the crash").intent.kind == "write"
+    assert parse("make a new repo").intent.kind == "write"
+
+
+def test_make_something_so_is_a_setter_and_its_complement_a_value() -> None:
+    from gateway.discovery.synonyms import parse
+
+    q = parse("make the repo public")
+    assert q.concepts[0].phrases == ("set", "update") and q.intent.kind == "write"
+    assert [c.said for c in q.soft] == ["public"]  # the new value: a hint, not a concept
+    carol = parse("make carol an admin of the org")
+    assert "carol" not in [c.said for c in carol.concepts]
+    assert any("user" in c.phrases for c in carol.concepts)  # a person's name stands for a user
+    assert "org" in [c.said for c in carol.concepts]  # "of the org" still says where
+    dev = parse("set the default branch to develop")
+    assert [c.said for c in dev.concepts] == ["set", "default branch"] and dev.soft[0].said == "develop"
+    assert "file" in [c.said for c in parse("commit a change to a file").concepts]  # a noun "change"
+
+
+def test_one_item_or_many() -> None:
+    from gateway.discovery.synonyms import parse
+
+    def hints(query: str) -> list[str]:
+        return [c.said for c in parse(query).soft]
+
+    assert "(one)" in hints("details of ticket 42") and "(plural)" not in hints("details of ticket 42")
+    assert "(one)" in hints("workflow run 123")
+    assert "(plural)" in hints("PR 12's review comments") and "(one)" not in hints("PR 12's review comments")
+    assert "(one)" in hints("info on the runner")
+
+
+def test_questions_about_people_ask_for_who_did_it() -> None:
+    from gateway.discovery.synonyms import parse
+
+    starred = parse("who starred our repo")
+    assert "stargazer" in starred.concepts[0].phrases and "(plural)" in [c.said for c in starred.soft]
+    assert "commit" in parse("who changed this file last").concepts[0].phrases
+    assert "reviewer" in parse("who's reviewed PR 8").concepts[0].phrases
+    follows = parse("who follows octocat")
+    assert "octocat" not in [c.said for c in follows.concepts]
+    assert "push" in [c.said for c in parse("who can push to main").concepts]  # no agent: a permission
+
+
+def test_turning_things_on_and_off() -> None:
+    from gateway.discovery.synonyms import parse
+
+    assert parse("start getting warned about insecure dependencies").concepts[0].phrases == ("enable",)
+    assert parse("stop receiving notifications for the repo").intent.kind == "delete"
+    assert parse("turn the nightly build off").concepts[0].phrases == ("disable",)
+    assert parse("kick bob off the team").intent.kind == "delete"
+    assert parse("create a branch off main").intent.kind == "write"  # "off" = from
+    told = parse("tell the maintainers about a security hole without making it public")
+    assert "make" not in [c.said for c in told.concepts] and "public" not in [c.said for c in told.concepts]
+
+
+def test_read_verbs_that_do_not_say_one_or_many_are_read_cues_not_concepts() -> None:
+    from gateway.discovery.synonyms import parse
+
+    for verb in ("retrieve", "obtain", "grab"):
+        q = parse(f"{verb} the releases")
+        assert [c.said for c in q.concepts] == ["releases"] and q.intent.kind == "read" and q.intent.strong
+
+
+def test_imperatives_and_yes_no_questions() -> None:
+    from gateway.discovery.synonyms import parse
+
+    tag = parse("tag a release")
+    assert tag.intent.kind == "write" and not tag.intent.strong  # "WORD a ...": an imperative
+    assert parse("tickets a week").intent.kind == "read"  # a plural noun opens a noun phrase
+    check = parse("check if the branch is protected")
+    assert check.intent.kind == "read" and check.intent.strong
+    assert [c.said for c in check.concepts] == ["branch", "protected"] and "(yes/no)" in [c.said for c in check.soft]
+    alice = parse("is alice a member of the org")
+    assert "alice" not in [c.said for c in alice.concepts] and "(yes/no)" in [c.said for c in alice.soft]
+    assert "develop" not in [c.said for c in parse("list commits on branch develop").concepts]
+
+
+def test_a_name_after_a_naming_noun_is_a_value_but_plain_words_stay_words() -> None:
+    from gateway.discovery.synonyms import parse
+
+    def said(query: str) -> list[str]:
+        return [c.said for c in parse(query).concepts]
+
+    assert said("delete the branch feature-x") == ["delete", "branch"]
+    assert said("runs of workflow ci.yml") == ["runs", "workflow"]
+    assert said("list workflow runs") == ["list", "workflow", "runs"]  # "runs" is no name
+    assert "hosted" in said("a self-hosted runner") and "self" in said("a self-hosted runner")
+    assert "org" in said("what does the org's member list look like")  # possessive 's is no word
+    assert "s" not in [c.said for c in parse("the repo's CI").soft]
+
+
+def test_paths_users_and_this_one() -> None:
+    from gateway.discovery.arguments import tokens
+    from gateway.discovery.synonyms import parse
+
+    assert tokens("the commit history of src/app.py", lambda w: False).kinds == ["path"]
+    assert tokens("in acme/api", lambda w: False).kinds == ["repository"]
+    assert tokens("the user 'octocat'", lambda w: False).kinds == ["user"]
+    assert "(one)" in [c.said for c in parse("who is this github user").soft]
+    asked = [c.said for c in parse("who has been asked to review this PR").soft]
+    assert "(one)" not in asked  # the answer is people, not the PR
+    assert "(yes/no)" in [c.said for c in parse("has this PR been merged yet").soft]

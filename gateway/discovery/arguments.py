@@ -1,0 +1,147 @@
+"""Argument values in a query: what the caller will pass, not words describing the operation.
+
+"Get details of workflow run 123 in repository acme/api" names one run (``123``) of one repository
+(``acme/api``); an agent writes queries like that. Searched as words, ``123``, ``acme`` and ``api``
+are noise ("api" matches the Meta API, "octocat" the Octocat endpoint), and "details of ... 123"
+says *get one*, not *list*. :func:`tokens` splits a query into words and typed values:
+
+* quoted text (``"v2 launch"``, ```main```) and URLs: a literal value;
+* file paths (``src/app.py``, ``docs/guide/``) and file names with a known extension
+  (``package.json``, ``README.md``; not after a naming noun: "workflow ``ci.yml``" is its name): a
+  file's path;
+* settings (``NODE_VERSION=20``): a variable's or a configuration's value;
+* ``owner/name`` (two slash-joined names that are not a pair of ordinary words like ``ci/cd`` or
+  ``read/write``): a repository;
+* versions (``v3.1.0``, ``1.4.0``): a tag or release name; ``@name``: a user; host names
+  (``docs.acme.com``): a domain; e-mail addresses; hexadecimal ids of 7+ characters with a digit
+  and a letter: a commit SHA;
+* an identifier-like token (``feature-x``, ``ci.yml``) right after a noun that names things
+  (branch, label, workflow, file, ...): that thing's name; elsewhere it is words ("self-hosted");
+* numbers and ``#12``: an identifier when they follow a noun ("run 123", "ticket #42") -- evidence
+  that the caller asks about *one* item -- or a count ("the last 30 days", "top 10").
+
+A contracted "is" ("who's in the org", "what's the default branch") is read as "is", not as a
+possessive. Each value kind carries *hint* words for the re-rank's soft concepts (a bonus for tools whose name
+or title has them, never a cost): a domain hints at "domain"/"cname", a version at
+"tag"/"release". The values themselves are never searched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gateway.discovery.words import split_words
+
+__all__ = ["Arguments", "tokens", "HINTS"]
+
+# What a value of each kind hints at (soft concepts: a bonus in a tool's name or title).
+HINTS: dict[str, tuple[str, ...]] = {
+    "repository": ("repository", "repo"),
+    "version": ("tag", "release", "version"),
+    "user": ("user", "username"),
+    "domain": ("domain", "cname", "url"),
+    # A URL given as a value is mostly where something is sent: a webhook's (or callback's) target.
+    "url": ("url", "webhook", "hook"),
+    "email": ("email",),
+    "sha": ("commit", "sha", "ref"),
+    "path": ("content", "file", "path"),
+    "setting": ("variable", "secret", "config"),
+    "one": ("get",),
+}
+
+_TOKEN = re.compile(r"""
+    (?P<quoted>(?<!\w)"[^"]+"|(?<!\w)'[^']+'(?!\w)|`[^`]+`|“[^”]+”|‘[^’]+’)
+  | (?P<url>\b(?:https?|ssh|git)://\S+)
+  | (?P<email>\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+)
+  | (?P<user>(?<![\w@])@[A-Za-z0-9][\w-]*)
+  | (?P<version>(?<![\w.])[vV]?\d+(?:\.\d+)+(?:-[\w.]+)?(?![\w.])|(?<![\w.])[vV]\d+(?![\w.]))
+  | (?P<domain>(?<![\w.@/])[A-Za-z][\w-]*(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app|co|ai|sh|cloud|info|biz|us|uk|de)(?![\w.]))
+  | (?P<setting>(?<![\w.-])[A-Za-z_][\w.-]*=\S+)
+  | (?P<path>(?<![\w/{.])(?:[\w.-]+/)+[\w-]+\.[A-Za-z0-9]{1,8}(?![\w/}])|(?<![\w{])/?(?:[\w.-]+/){2,}[\w.-]*)
+  | (?P<slash>(?<![\w/{.])[A-Za-z0-9][\w.-]*/[\w.-]*[A-Za-z0-9](?![\w/}]))
+  | (?P<ident>(?<![\w.-])[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+(?![\w-]))
+  | (?P<sha>(?<![\w-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-]))
+  | (?P<number>(?<![\w.-])\#?\d+(?![\w.]))
+""", re.VERBOSE)
+
+# An upper-case name with underscores is an environment variable's or a secret's, not words; not
+# one with the platform's reserved prefix (GITHUB_TOKEN names the built-in workflow token).
+_CONSTANT = re.compile(r"(?!GITHUB_)[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+# Nouns followed by the name of the thing they are: "branch feature-x", "workflow ci.yml".
+_NAMED = frozenset("branch branches tag ref label labels team org organization repo repository milestone "
+                   "environment workflow file project package gist topic codespace runner".split())
+# Nouns before which an identifier-like token is the thing's name: "the needs-review label".
+_NAMED_AFTER = frozenset("label labels branch tag team environment milestone topic".split())
+_PEOPLE = frozenset("user users member person collaborator username login author".split())
+_POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
+# "who's in the org", "what's the default branch": a contracted "is", not a possessive.
+_IS = re.compile(r"\b(who|what|that|there|it|where|how|here|when|which)['’]s\b", re.IGNORECASE)
+# The extensions of files people name without a folder ("package.json", "README.md").
+_FILE = re.compile(r"\.(json|ya?ml|md|txt|py|js|ts|tsx|jsx|toml|lock|xml|cfg|ini|sh|go|rs|java|rb|tf|gradle|"
+                   r"csv|html|css|sql|conf|env|dockerfile|mod|sum|kt|swift|c|h|cpp|php)$", re.IGNORECASE)
+# Words after which a number is a count or a limit, not an identifier ("the last 30", "top 10").
+_COUNTS = frozenset("last first top past next over under than least most every per within about "
+                    "around only all".split())
+
+
+@dataclass(slots=True)
+class Arguments:
+    """A query's words with its values taken out, and what the values say."""
+
+    words: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)  # value kinds found, in order (see HINTS)
+
+
+def tokens(query: str, ordinary: Callable[[str], bool]) -> Arguments:
+    """The words of *query* and the kinds of its values. *ordinary* says whether a word is one of
+    the vocabulary's (a stop word or a map key): ``ci/cd`` and ``read/write`` are words, not an
+    owner/name."""
+    out = Arguments()
+    query = _POSSESSIVE.sub("", _IS.sub(r"\1 is", query))  # "the repo's CI": the repo, CI (no word "s")
+    pos = 0
+    for m in _TOKEN.finditer(query):
+        out.words.extend(split_words(query[pos:m.start()]))
+        pos = m.end()
+        kind = m.lastgroup or ""
+        text = m.group()
+        if kind == "slash":
+            left, _, right = text.partition("/")
+            parts = split_words(left) + split_words(right)
+            if all(ordinary(w) for w in parts):
+                out.words.extend(parts)
+                continue
+            kind = "repository"
+        elif kind == "ident" and _CONSTANT.fullmatch(text):
+            kind = "setting"  # "the secret SONAR_TOKEN", "NODE_VERSION": a variable's or secret's name
+        elif kind == "ident":
+            # "branch feature-x", "the label needs-triage", "workflow ci.yml": the thing's name;
+            # elsewhere an identifier-like token is words ("self-hosted", "re-run").
+            following = split_words(query[pos:pos + 40])[:1]
+            if (out.words and out.words[-1] in _NAMED) or (following and following[0] in _NAMED_AFTER):
+                continue  # "the needs-review label": the label's name (not "a self-hosted runner")
+            if not _FILE.search(text):
+                out.words.extend(split_words(text))
+                continue
+            kind = "path"  # "commit an updated package.json": a file's name
+        elif kind == "number":
+            after = split_words(query[pos:pos + 40])[:1]
+            before = out.words[-1] if out.words else ""
+            # "run 123", "ticket #42": one item; "the last 30 days", "top 10 referrers": a count.
+            if text.startswith("#") or (before and before not in _COUNTS and not before.isdigit()
+                                        and not (after and _plural(after[0]))):
+                kind = "one"
+            else:
+                continue
+        elif kind == "quoted" and out.words and out.words[-1] in _PEOPLE:
+            kind = "user"  # "the user 'octocat'"
+        elif kind == "quoted":
+            continue
+        out.kinds.append(kind)
+    out.words.extend(split_words(query[pos:]))
+    return out
+
+
+def _plural(word: str) -> bool:
+    return len(word) > 2 and word.endswith("s") and not word.endswith(("ss", "us", "is"))

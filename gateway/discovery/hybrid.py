@@ -1,0 +1,203 @@
+"""Hybrid tool search: the lexical ranking fused with an embeddings ranking (issue 18's option).
+
+:class:`Semantic` is the embedding side of one search endpoint: its client
+(:mod:`.embeddings`), its tool vectors (:mod:`.vectors`), a small LRU of query vectors, and the
+rules for when the embeddings URL is not to be relied on. :func:`fuse` merges the two rankings.
+
+Contract:
+
+* :meth:`Semantic.sync` embeds, in batches of ``batch``, the tools whose fingerprint has no vector
+  (only changed and new tools: unchanged ones keep theirs). One sync runs at a time; a failed batch
+  stops it, keeps the vectors already made, and the next sync waits ``cooldown_s``.
+* :meth:`Semantic.query` returns the query's vector, or None: then the caller ranks lexically alone
+  for that call. It never raises for the URL's faults (down, slow, HTTP errors, bad JSON, wrong
+  dimensions, an answer too large), nor when no tool has a vector yet: each fallback is counted in
+  ``mcp_gateway_search_lexical_fallbacks_total{endpoint, reason}`` and logged as a WARNING at most
+  once a minute (with how many were not logged). After 3 failures in a row the URL is not asked for
+  ``cooldown_s`` (reason ``breaker_open``), so an endpoint that times out does not cost every call
+  its timeout; then one call tries again (the others stay lexical until it succeeds).
+* :func:`fuse` is weighted reciprocal-rank fusion of two rankings that were each made over the
+  caller's visible tools only (visibility is applied before either top *n* is taken), so the fused
+  result never holds a tool the caller may not see.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from gateway.discovery.embeddings import EmbeddingsClient, EmbeddingsError, Matrix
+from gateway.discovery.index import SearchHit, ToolDoc
+from gateway.discovery.vectors import VectorStore
+from gateway.discovery.words import words_text
+from gateway.telemetry import metrics
+
+if TYPE_CHECKING:
+    from gateway.endpoints.config import EmbeddingsConfig
+
+__all__ = ["Semantic", "fuse", "tool_text", "RRF_K", "CANDIDATES"]
+
+log = logging.getLogger("gateway.discovery.hybrid")
+
+RRF_K = 60  # the constant of reciprocal-rank fusion (Cormack et al. 2009): damps the head of each list
+CANDIDATES = 50  # each ranking's top n that is fused (at most MAX_LIMIT: the lexical index's bound)
+_TEXT_CHARS = 2000  # of one tool's text sent to be embedded
+_FAILURES_TO_OPEN = 3
+_WARN_EVERY_S = 60.0
+
+
+def tool_text(doc: ToolDoc) -> str:
+    """What is embedded for a tool: its name in words, title, description, tags, path, parameters."""
+    parts = (words_text(doc.name[len(doc.prefix):]), doc.title, doc.description, doc.tags, doc.path,
+             f"parameters: {doc.param_names}" if doc.param_names else "")
+    return "\n".join(p for p in parts if p)[:_TEXT_CHARS]
+
+
+def fuse(lexical: Sequence[SearchHit], semantic: Sequence[SearchHit], limit: int, weight: float = 1.0,
+         k: int = RRF_K) -> list[SearchHit]:
+    """The best *limit* of both rankings by ``1/(k + lexical rank) + weight/(k + semantic rank)``;
+    ties go to the better lexical rank, then the better semantic rank, then the name."""
+    scores: dict[str, float] = {}
+    lex_rank: dict[str, int] = {}
+    sem_rank: dict[str, int] = {}
+    for rank, hit in enumerate(lexical, 1):
+        lex_rank.setdefault(hit.name, rank)
+    for rank, hit in enumerate(semantic, 1):
+        sem_rank.setdefault(hit.name, rank)
+    for name, rank in lex_rank.items():
+        scores[name] = 1.0 / (k + rank)
+    for name, rank in sem_rank.items():
+        scores[name] = scores.get(name, 0.0) + weight / (k + rank)
+    far = len(lex_rank) + len(sem_rank) + 1
+    order = sorted(scores, key=lambda n: (-scores[n], lex_rank.get(n, far), sem_rank.get(n, far), n))
+    return [SearchHit(name, scores[name]) for name in order[:max(0, limit)]]
+
+
+class Semantic:
+    """The embedding side of one search endpoint (see the module doc)."""
+
+    def __init__(self, config: EmbeddingsConfig, endpoint: str, env: Mapping[str, str] | None = None) -> None:
+        self.config = config
+        self.endpoint = endpoint
+        variables = os.environ if env is None else env
+        key = variables.get(config.api_key_env, "") if config.api_key_env else ""
+        # A configured key that is not there: nothing is sent (the URL would refuse us anyway).
+        self.no_key = bool(config.api_key_env) and not key
+        if self.no_key:
+            log.error("endpoint %s: search.embeddings.api_key_env names %s, which is not set: ranking "
+                      "lexically alone", endpoint, config.api_key_env)
+        self.client = EmbeddingsClient(config, key or None, endpoint)
+        self.store = VectorStore()
+        self._queries: OrderedDict[str, Matrix] = OrderedDict()
+        self._failures = 0
+        self._open_until = 0.0
+        self._sync_after = 0.0
+        self._syncing = False
+        self.complete_for: object = None  # the prints the last sync embedded entirely
+        self._warned_at = float("-inf")
+        self._unlogged = 0
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    # -- failures ------------------------------------------------------------------------------
+    def _failed(self, stage: str, exc: EmbeddingsError) -> None:
+        self._failures += 1
+        if self._failures >= _FAILURES_TO_OPEN:
+            self._open_until = time.monotonic() + self.config.cooldown_s
+        now = time.monotonic()
+        if now - self._warned_at >= _WARN_EVERY_S:
+            more = f" ({self._unlogged} more failure(s) since the last warning)" if self._unlogged else ""
+            log.warning("endpoint %s: embeddings %s request to %s failed: %s: %s; ranking lexically%s",
+                        self.endpoint, stage, self.client.shown, exc.reason, exc, more)
+            self._warned_at, self._unlogged = now, 0
+        else:
+            self._unlogged += 1
+
+    def _ok(self) -> None:
+        self._failures = 0
+
+    def _allow(self) -> bool:
+        """Whether a request may go out: no, while the breaker is open; after the cool-down, the
+        first caller probes (and the cool-down restarts for the others until it succeeds)."""
+        if self._failures < _FAILURES_TO_OPEN:
+            return True
+        now = time.monotonic()
+        if now < self._open_until:
+            return False
+        self._open_until = now + self.config.cooldown_s
+        return True
+
+    # -- tools ---------------------------------------------------------------------------------
+    def pending(self, prints: Mapping[str, str]) -> bool:
+        """Whether a :meth:`sync` of *prints* has work it may do now."""
+        return (not self.no_key and self.complete_for is not prints and not self._syncing
+                and time.monotonic() >= self._sync_after)
+
+    async def sync(self, prints: Mapping[str, str], texts: Callable[[str], str]) -> int:
+        """Embed the tools of *prints* (name → fingerprint) that have no vector; *texts* gives a
+        name's text. Returns how many were embedded (0 when another sync runs or it cools down)."""
+        if not self.pending(prints) or not self._allow():
+            return 0
+        self._syncing = True
+        done = 0
+        try:
+            by_print = {fp: name for name, fp in prints.items()}
+            todo = self.store.missing(by_print)
+            for start in range(0, len(todo), self.config.batch):
+                batch = todo[start:start + self.config.batch]
+                try:
+                    rows = await self.client.embed([texts(by_print[fp]) for fp in batch], "index", self.store.dim)
+                except EmbeddingsError as exc:
+                    self._failed("index", exc)
+                    self._sync_after = time.monotonic() + self.config.cooldown_s
+                    return done
+                self._ok()
+                self.store.put(batch, rows)
+                done += len(batch)
+            self.complete_for = prints
+            return done
+        finally:
+            self._syncing = False
+
+    # -- queries -------------------------------------------------------------------------------
+    async def query(self, text: str) -> Matrix | None:
+        """The vector of a ``find_tools`` query, or None (the call ranks lexically; see module doc)."""
+        if self.no_key:
+            self._fallback("no_key")
+            return None
+        if not len(self.store):
+            self._fallback("not_indexed")  # no tool vector yet (just started, or indexing fails)
+            return None
+        key = " ".join(text.split())
+        cached = self._queries.get(key)
+        if cached is not None:
+            self._queries.move_to_end(key)
+            return cached
+        if not self._allow():
+            self._fallback("breaker_open")
+            return None
+        try:
+            vector: Matrix = (await self.client.embed([key], "query", self.store.dim))[0]
+        except EmbeddingsError as exc:
+            self._failed("query", exc)
+            self._fallback(exc.reason)
+            return None
+        self._ok()
+        if self.config.query_cache:
+            self._queries[key] = vector
+            if len(self._queries) > self.config.query_cache:
+                self._queries.popitem(last=False)
+        return vector
+
+    def _fallback(self, reason: str) -> None:
+        metrics.SEARCH_LEXICAL_FALLBACKS.labels(metrics.bounded("endpoint", self.endpoint), reason).inc()
+
+    def rank(self, vector: Matrix, prints: Mapping[str, str], n: int,
+             visible: Callable[[str], bool] | None) -> list[SearchHit]:
+        """The best *n* visible tools by cosine to *vector* (see :class:`VectorStore`)."""
+        return self.store.nearest(vector, prints, n, visible, self.config.min_similarity)

@@ -1,0 +1,287 @@
+"""Hybrid tool search against a loopback ``/v1/embeddings`` stub (tests/discovery/embeddings_stub.py):
+the embedding side finds what the lexical ranker misses, visibility holds on both sides, only
+changed tools are embedded, the key goes to the configured origin only, and every failure of the
+URL falls back to the lexical ranking for that call without an error."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from prometheus_client import generate_latest
+
+from connectors.base import ToolSpec
+from gateway.discovery.catalog_search import CatalogSearch
+from gateway.discovery.embeddings import EmbeddingsClient, EmbeddingsError
+from gateway.discovery.hybrid import Semantic, fuse
+from gateway.discovery.index import SearchHit
+from gateway.endpoints.config import EmbeddingsConfig
+from gateway.telemetry import metrics
+from tests.discovery.embeddings_stub import EmbeddingsStub
+from tests.test_catalog import Fake, _catalog
+
+KEY = "sk-test-0123456789abcdef"
+TOOLS = {
+    "echo": "Echo the text back.",
+    "widget_list": "List the widgets of an account.",
+    "widget_delete": "Delete a widget.",
+    "order_food": "Order food for delivery.",
+    "pid": "The process id of the server.",
+}
+
+
+class Described(Fake):
+    def __init__(self, name: str, descriptions: dict[str, str]) -> None:
+        super().__init__(name, list(descriptions))
+        self.descriptions = dict(descriptions)
+
+    def tools(self) -> list[ToolSpec]:
+        return [ToolSpec(n, {"name": n, "description": self.descriptions[n], "inputSchema": {"type": "object"}})
+                for n in self.tool_names]
+
+
+@pytest.fixture
+async def stub() -> AsyncIterator[EmbeddingsStub]:
+    server = EmbeddingsStub()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+_OPEN: list[Semantic] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_clients() -> AsyncIterator[None]:
+    yield
+    while _OPEN:
+        await _OPEN.pop().close()
+
+
+def _config(url: str, **kw: Any) -> EmbeddingsConfig:
+    return EmbeddingsConfig(url=url, model="stub-1", **kw)
+
+
+def _names(result: dict[str, Any]) -> list[str]:
+    return [t["name"] for t in result["structuredContent"]["tools"]]
+
+
+def _fallbacks(endpoint: str, reason: str) -> float:
+    return metrics.REGISTRY.get_sample_value("mcp_gateway_search_lexical_fallbacks_total",
+                                             {"endpoint": endpoint, "reason": reason}) or 0.0
+
+
+async def _search(url: str, endpoint: str, tools: dict[str, str] | None = None, env: dict[str, str] | None = None,
+                  **kw: Any) -> tuple[CatalogSearch, Described]:
+    conn = Described("kit", tools or TOOLS)
+    semantic = Semantic(_config(url, **kw), endpoint, env={} if env is None else env)
+    _OPEN.append(semantic)
+    search = CatalogSearch(_catalog((conn, "")), semantic)
+    search.refresh()
+    await search.embed()
+    return search, conn
+
+
+async def test_hybrid_finds_a_tool_the_lexical_ranking_misses(stub: EmbeddingsStub) -> None:
+    search, _ = await _search(stub.url, "hyb-find")
+    assert search.semantic is not None and len(search.semantic.store) == len(TOOLS)
+    query = "parrot my phrase"
+    assert "echo" not in _names(search.find(query, 3))  # lexically: no shared word
+    vector = await search.query_vector(query)
+    assert vector is not None
+    assert _names(search.find(query, 3, vector=vector))[0] == "echo"
+    # Fusion keeps what both agree on at the top: a query both rankings understand.
+    both = "delete a widget"
+    assert _names(search.find(both, 3, vector=await search.query_vector(both)))[0] == "widget_delete"
+
+
+async def test_visibility_applies_before_both_rankings(stub: EmbeddingsStub) -> None:
+    search, _ = await _search(stub.url, "hyb-vis")
+    assert search.semantic is not None
+    vector = await search.query_vector("parrot my phrase")
+    assert vector is not None
+    hidden = {"echo"}
+    result = search.find("parrot my phrase", 50, lambda name: name not in hidden, vector)
+    assert "echo" not in _names(result)
+    assert all(t["name"] not in hidden for t in result["structuredContent"]["tools"])
+    everything = search.find("delete vaporise widget echo food", 50, lambda name: name not in hidden,
+                             await search.query_vector("delete vaporise widget echo food"))
+    assert "echo" not in _names(everything) and set(_names(everything)) <= set(TOOLS) - hidden
+    assert not search.semantic.rank(vector, search.prints, 50, lambda name: False)  # nothing visible
+
+
+async def test_only_new_and_changed_tools_are_embedded_in_batches(stub: EmbeddingsStub) -> None:
+    search, conn = await _search(stub.url, "hyb-sync", batch=2)
+    assert stub.requests == 3 and len(stub.inputs) == len(TOOLS)  # 5 tools, 2 a batch
+    assert any(text.startswith("widget delete\nDelete a widget.") for text in stub.inputs)
+    stub.reset()
+    search.catalog.rebuild()  # same tools: nothing to embed
+    search.refresh()
+    assert await search.embed() == 0 and stub.requests == 0
+    conn.descriptions["pid"] = "The process identifier of the server, as an integer."
+    conn.tool_names.append("bake")
+    conn.descriptions["bake"] = "Bake a snack."
+    conn.tool_names.remove("order_food")
+    search.catalog.rebuild()
+    search.refresh()
+    assert await search.embed() == 2
+    assert stub.requests == 1 and sorted(t.split("\n")[0] for t in stub.inputs) == ["bake", "pid"]
+    assert search.semantic is not None
+    vector = await search.query_vector("grocery meal")
+    assert _names(search.find("grocery meal", 1, vector=vector)) == ["bake"]  # order_food is gone
+
+
+async def test_query_vectors_are_cached(stub: EmbeddingsStub) -> None:
+    search, _ = await _search(stub.url, "hyb-lru", query_cache=1)
+    stub.reset()
+    for query in ("parrot", "parrot ", "  parrot", "gizmo", "parrot"):
+        assert await search.query_vector(query) is not None
+    assert stub.requests == 3  # "parrot" (3 spellings, one text), "gizmo", then "parrot" again: a cache of 1
+
+
+@pytest.mark.parametrize(("mode", "reason"), [("http_500", "http_error"), ("bad_json", "bad_response"),
+                                              ("wrong_dim", "dimensions"), ("short", "bad_response"),
+                                              ("huge", "too_large"), ("slow", "timeout")])
+async def test_a_failing_url_falls_back_to_the_lexical_ranking(stub: EmbeddingsStub, mode: str, reason: str,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    endpoint = f"hyb-fail-{mode}"
+    search, _ = await _search(stub.url, endpoint, timeout_s=0.2, max_response_bytes=1 << 20)
+    lexical = search.find("delete a widget", 3)
+    stub.mode, stub.delay = mode, 1.0
+    before = _fallbacks(endpoint, reason)
+    with caplog.at_level(logging.WARNING, "gateway.discovery.hybrid"):
+        vector = await search.query_vector("delete a widget")
+    assert vector is None
+    assert search.find("delete a widget", 3, vector=vector) == lexical
+    assert _fallbacks(endpoint, reason) == before + 1
+    assert reason in caplog.text and "ranking lexically" in caplog.text
+
+
+async def test_the_url_down_then_a_breaker_then_recovery(stub: EmbeddingsStub, caplog: pytest.LogCaptureFixture
+                                                         ) -> None:
+    search, _ = await _search(stub.url, "hyb-down", cooldown_s=0.3)
+    semantic = search.semantic
+    assert semantic is not None and semantic.client.requests == 1  # the tools: one batch
+    lexical = search.find("parrot my phrase", 3)
+    port = int(stub.url.split(":")[2].split("/")[0])
+    await stub.stop()  # the URL goes down
+    with caplog.at_level(logging.WARNING, "gateway.discovery.hybrid"):
+        for i in range(6):
+            vector = await search.query_vector(f"parrot my phrase {i}")
+            assert vector is None and search.find("parrot my phrase", 3, vector=vector) == lexical
+    assert _fallbacks("hyb-down", "connection") == 3 and _fallbacks("hyb-down", "breaker_open") == 3
+    assert semantic.client.requests == 1 + 3  # after 3 failures in a row, no request until the cool-down
+    assert caplog.text.count("embeddings query request") == 1  # warned once a minute, not per call
+    await stub.start(port)  # back
+    await asyncio.sleep(0.35)
+    vector = await search.query_vector("parrot my phrase")
+    assert vector is not None and _names(search.find("parrot my phrase", 3, vector=vector))[0] == "echo"
+
+
+async def test_the_key_goes_to_the_configured_origin_only(stub: EmbeddingsStub, caplog: pytest.LogCaptureFixture
+                                                          ) -> None:
+    elsewhere = EmbeddingsStub()
+    await elsewhere.start()  # another port: another origin
+    try:
+        search, _ = await _search(stub.url, "hyb-key", env={"EMB_KEY": KEY}, api_key_env="EMB_KEY")
+        assert stub.headers[0]["Authorization"] == f"Bearer {KEY}"
+        stub.mode, stub.redirect_to = "redirect", elsewhere.url
+        with caplog.at_level(logging.DEBUG):
+            assert await search.query_vector("parrot") is None
+        assert elsewhere.requests == 0  # the redirect was not followed
+        assert _fallbacks("hyb-key", "redirect") == 1
+        assert KEY not in caplog.text and KEY not in generate_latest(metrics.REGISTRY).decode()
+        assert search.semantic is not None and KEY not in repr(search.semantic.client)
+    finally:
+        await elsewhere.stop()
+
+
+async def test_another_header_carries_the_raw_key(stub: EmbeddingsStub) -> None:
+    client = EmbeddingsClient(_config(stub.url, api_key_env="K", api_key_header="api-key"), KEY, "hyb-hdr")
+    rows = await client.embed(["parrot", "echo"], "index")
+    assert rows.shape == (2, 256) and abs(float(rows[0] @ rows[1]) - 1.0) < 1e-6  # same concept, same vector
+    assert stub.headers[0]["api-key"] == KEY and "Authorization" not in stub.headers[0]
+    await client.close()
+
+
+async def test_an_unset_key_variable_sends_nothing(stub: EmbeddingsStub, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.ERROR, "gateway.discovery.hybrid"):
+        search, _ = await _search(stub.url, "hyb-nokey", env={}, api_key_env="EMB_MISSING")
+    assert "EMB_MISSING" in caplog.text and stub.requests == 0
+    assert await search.query_vector("parrot") is None and _fallbacks("hyb-nokey", "no_key") == 1
+    assert _names(search.find("delete a widget", 1)) == ["widget_delete"]
+
+
+async def test_sync_failure_keeps_vectors_and_waits(stub: EmbeddingsStub) -> None:
+    stub.mode = "http_500"
+    search, _ = await _search(stub.url, "hyb-syncfail", batch=2, cooldown_s=60)
+    assert search.semantic is not None and len(search.semantic.store) == 0 and stub.requests == 1
+    assert not search.pending()  # cooling down: no request per find_tools
+    assert await search.query_vector("parrot") is None and _fallbacks("hyb-syncfail", "not_indexed") == 1
+
+
+def test_fuse_is_reciprocal_rank_fusion() -> None:
+    lexical = [SearchHit("a", 9.0), SearchHit("b", 8.0), SearchHit("c", 7.0)]
+    semantic = [SearchHit("c", 0.9), SearchHit("d", 0.8), SearchHit("a", 0.1)]
+    fused = fuse(lexical, semantic, 4)
+    assert [h.name for h in fused] == ["a", "c", "b", "d"]
+    assert fused[0].score == pytest.approx(1 / 61 + 1 / 63)
+    assert [h.name for h in fuse(lexical, semantic, 2, weight=5.0)] == ["c", "a"]
+    assert [h.name for h in fuse([SearchHit("x", 1)], [SearchHit("y", 1)], 2)] == ["x", "y"]  # tie: lexical first
+    assert fuse([], [], 3) == []
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    (b"[]", "bad_response"),
+    (b'{"data": [{"index": 0, "embedding": ["a", "b"]}]}', "bad_response"),
+    (b'{"data": [{"index": 0, "embedding": [0, 0]}]}', "bad_response"),
+    (b'{"data": [{"index": 1, "embedding": [1, 0]}]}', "bad_response"),
+    (b'{"data": [{"index": 0, "embedding": [1, null]}]}', "bad_response"),
+    (b'{"data": [{"index": 0, "embedding": [1, 0, 0]}]}', "dimensions"),
+])
+def test_malformed_answers_are_refused(body: bytes, reason: str) -> None:
+    from gateway.discovery.embeddings import _parse
+    with pytest.raises(EmbeddingsError) as info:
+        _parse(body, 1, 2)
+    assert info.value.reason == reason
+
+
+def test_answers_are_reordered_by_index_and_normalised() -> None:
+    from gateway.discovery.embeddings import _parse
+    rows = _parse(b'{"data": [{"index": 1, "embedding": [0, 2]}, {"index": 0, "embedding": [3, 4]}]}', 2, None)
+    assert rows.tolist() == [[pytest.approx(0.6), pytest.approx(0.8)], [0.0, 1.0]]
+
+
+async def test_a_closed_client_sends_nothing_more(stub: EmbeddingsStub) -> None:
+    client = EmbeddingsClient(_config(stub.url), None, "hyb-closed")
+    await client.embed(["parrot"], "query")
+    await client.close()  # a reload replaced it while a sync still ran
+    with pytest.raises(EmbeddingsError) as info:
+        await client.embed(["echo"], "index")
+    assert info.value.reason == "connection" and stub.requests == 1
+
+
+def test_the_store_ranks_past_its_first_partition_and_stops_at_min_similarity() -> None:
+    import numpy as np
+
+    from gateway.discovery.vectors import VectorStore
+    store = VectorStore()
+    angles = np.linspace(0.0, np.pi / 2, 200)  # tool i is i steps away from the query
+    rows = np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    prints = {f"t{i:03}": f"fp{i}" for i in range(200)}
+    store.put(list(prints.values()), rows)
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    assert [h.name for h in store.nearest(query, prints, 3)] == ["t000", "t001", "t002"]
+    # Only the farthest tools are visible: found beyond the first partial sort, still in order.
+    far = store.nearest(query, prints, 2, lambda name: name >= "t198")
+    assert [h.name for h in far] == ["t198", "t199"]
+    close = store.nearest(query, prints, 50, min_similarity=float(np.cos(angles[9])) - 1e-6)
+    assert [h.name for h in close] == [f"t{i:03}" for i in range(10)]
+    assert store.nearest(query, prints, 5, lambda name: name >= "t150", min_similarity=0.99) == []
+    del prints["t000"]  # gone from the catalog: never returned, its vector dropped
+    assert store.nearest(query, dict(prints), 1)[0].name == "t001" and len(store) == 199
+    with pytest.raises(ValueError):
+        store.put(["x"], np.ones((1, 3), dtype=np.float32))  # one dimension per store
