@@ -11,7 +11,9 @@ no connection:
 * **connectors**: an OpenAPI spec *file* that is missing or not OpenAPI 3, ``overrides`` /
   ``include`` / ``exclude`` naming an operationId the spec file lacks; a SQLite database file that
   does not exist; a stdio upstream whose ``command`` is not on its PATH or whose ``cwd`` is
-  missing; a static resource file that is missing.
+  missing; a static resource file that is missing;
+* **endpoints** (:func:`endpoint_problems`): a selection rule naming a connector that is not
+  configured; a search endpoint's ``embeddings.api_key_env`` naming a variable that is not set.
 
 A spec given as a URL is fetched only by :func:`deep_check` (``validate --deep``): it starts every
 connector as the gateway would (loads specs, connects to databases and upstreams), pings the Redis
@@ -26,6 +28,7 @@ import asyncio
 import hashlib
 import os
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,11 +72,14 @@ def problems(config: GatewayConfig) -> list[Problem]:
     return policy_problems(config) + connector_problems(config) + endpoint_problems(config)
 
 
-def endpoint_problems(config: GatewayConfig) -> list[Problem]:
+def endpoint_problems(config: GatewayConfig, env: Mapping[str, str] | None = None) -> list[Problem]:
     """What the ``endpoints:`` section gets wrong without the catalog: a rule naming a connector
-    that is not configured. (A rule matching nothing, a rename colliding or naming nothing served
+    that is not configured; a ``search.embeddings.api_key_env`` naming a variable that is not set
+    in ``env`` (the process environment by default), which ``serve`` would answer by ranking that
+    endpoint lexically alone. (A rule matching nothing, a rename colliding or naming nothing served
     need the live catalog: ``validate --deep`` and ``list --endpoint`` report them, from the
     endpoint's :attr:`~gateway.endpoints.view.EndpointView.selection`.)"""
+    variables = os.environ if env is None else env
     names = {c.name for c in config.connectors}
     out: list[Problem] = []
     for i, endpoint in enumerate(config.endpoints):
@@ -81,6 +87,11 @@ def endpoint_problems(config: GatewayConfig) -> list[Problem]:
             if rule.connector is not None and rule.connector not in names:
                 out.append(Problem(("endpoints", i, "select", j, "connector"),
                                    f"no connector is named {rule.connector!r}"))
+        embeddings = endpoint.search.embeddings if endpoint.search is not None else None
+        if embeddings is not None and embeddings.api_key_env and not variables.get(embeddings.api_key_env):
+            out.append(Problem(("endpoints", i, "search", "embeddings", "api_key_env"),
+                               f"the environment variable {embeddings.api_key_env} is not set (or empty): this "
+                               "endpoint would rank lexically alone"))
     return out
 
 

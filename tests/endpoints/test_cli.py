@@ -5,6 +5,7 @@ principal outside ``principals``."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -69,6 +70,30 @@ endpoints:
     assert result.returncode == 2
     assert result.stderr.strip() == (f"{path}: endpoints[0].select[1].connector (line 15): "
                                      "no connector is named 'runbooks'")
+
+
+def test_validate_names_the_line_of_an_embeddings_key_variable_that_is_not_set(tmp_path: Path) -> None:
+    # serve would rank this endpoint lexically alone (and log it); validate says so before.
+    path = _write(tmp_path, """\
+endpoints:
+  - name: finder
+    discovery: search
+    select: [{connector: kit}]
+    search:
+      embeddings:
+        url: http://127.0.0.1:9/v1/embeddings
+        model: m
+        api_key_env: GATEWAY_TEST_UNSET_EMBEDDINGS_KEY
+""")
+    result = _cli("validate", str(path))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"{path}: endpoints[0].search.embeddings.api_key_env (line 19): the environment variable "
+        "GATEWAY_TEST_UNSET_EMBEDDINGS_KEY is not set (or empty): this endpoint would rank lexically alone")
+    with_key = subprocess.run([sys.executable, "-m", "gateway.cli", "validate", str(path)], capture_output=True,
+                              text=True, timeout=60, cwd=REPO,
+                              env={**os.environ, "GATEWAY_TEST_UNSET_EMBEDDINGS_KEY": "k"})
+    assert with_key.returncode == 0, with_key.stderr
 
 
 def test_validate_deep_refuses_a_rule_matching_nothing_and_a_colliding_rename(tmp_path: Path) -> None:
