@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gateway.discovery.arguments import HINTS
+from gateway.discovery.concepts import Concept, Query
 from gateway.discovery.intent import agreement
-from gateway.discovery.synonyms import Concept, Query
 from gateway.discovery.words import split_words, stem
 
 __all__ = ["Profile", "profile", "rerank", "HeadIndex", "FIELD_WEIGHTS"]

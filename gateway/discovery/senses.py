@@ -1,6 +1,6 @@
 """Word senses the vocabulary map cannot see: the same word, another job in the sentence.
 
-The map (:mod:`.synonyms`) reads "open" as *create* ("open a ticket") and "make" as *create*
+The map (:mod:`.vocabulary`) reads "open" as *create* ("open a ticket") and "make" as *create*
 ("make a repo"). English also says "Retrieve *open* pull requests" (an adjective: a state),
 "*make* the repo public" and "*make* carol an admin" (a causative: set a property or a role),
 "set the default branch *to develop*" (a new value, not a word describing the operation), "who
