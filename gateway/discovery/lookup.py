@@ -14,13 +14,18 @@ from gateway.discovery.concepts import VERBS
 from gateway.discovery.fillers import STOPWORDS
 from gateway.discovery.vocabulary import SYNONYMS
 
-__all__ = ["MAX_KEY", "VERB_FORMS", "inflections", "lookup", "known", "phrasal", "ordinary"]
+__all__ = ["MAX_KEY", "VERB_FORMS", "inflections", "lookup", "known", "phrasal", "ordinary", "imperative"]
 
 MAX_KEY = max(len(k) for k in SYNONYMS)  # the longest key, in words
 VERB_FORMS = frozenset(k[0] for k in SYNONYMS if len(k) == 1) | VERBS
 _FIRST_WORDS = frozenset(k[0] for k in SYNONYMS)
 # Keys meaning an action ("read" → get, "write" → create): ordinary words in "read/write".
 _VERB_KEYS = frozenset(k[0] for k, alts in SYNONYMS.items() if len(k) == 1 and any(a in VERBS for g in alts for a in g))
+# Words that open a request: keys meaning an action, alone or as a phrasal verb's first word ("take
+# him off", "re-run"), the spec verbs and the reading verbs the map leaves out as stop words.
+_OPENERS = frozenset(k[0] for k, alts in SYNONYMS.items()
+                     if any(a in VERBS for g in alts for a in g) and (len(k) == 1 or k[0] not in STOPWORDS)) | VERBS \
+    | frozenset("get give show retrieve obtain grab inspect describe display return fetch tell".split())
 
 
 def inflections(word: str) -> Iterator[str]:
@@ -71,3 +76,8 @@ def ordinary(word: str) -> bool:
     """Whether *word* in ``x/y`` is an ordinary word (``read/write``, ``and/or``, ``ci/cd``),
     not part of an owner/name."""
     return len(word) <= 2 or word in STOPWORDS or word in _VERB_KEYS
+
+
+def imperative(word: str) -> bool:
+    """Whether *word*, opening a clause, asks for an action ("rerun", "take", "list", "show")."""
+    return word in _OPENERS

@@ -13,12 +13,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 from gateway.discovery.arguments import HINTS, tokens
+from gateway.discovery.clauses import split_context
 from gateway.discovery.concepts import VERBS, Concept, Query
 from gateway.discovery.fillers import ONE_ITEM, STOPWORDS, frame
 from gateway.discovery.intent import READ, WRITE, Intent, is_question, query_intent
-from gateway.discovery.lookup import MAX_KEY, VERB_FORMS, inflections, known, lookup, ordinary, phrasal
+from gateway.discovery.lookup import (
+    MAX_KEY,
+    VERB_FORMS,
+    imperative,
+    inflections,
+    known,
+    lookup,
+    ordinary,
+    phrasal,
+)
 from gateway.discovery.senses import senses
 from gateway.discovery.soft import NAME_HINT, SOFT
 
@@ -30,7 +41,29 @@ _PLUS_ONE = re.compile(r"(?<![\w+-])[+-]1(?:'?d|'?s|ed|ing)?(?!\w)")
 
 def parse(query: str, named: Callable[[str], bool] | None = None) -> Query:
     """The concepts, soft hints and intent of *query*; *named* (optional) says whether the catalog
-    names a tool with a word (no person is called "issue" or "webhook")."""
+    names a tool with a word (no person is called "issue" or "webhook"). A scene set before the
+    request ("CI went green on 1507, squash it in") keeps its things, which the request may point
+    back to ("it"), but asks for none of its actions or states, and says nothing of the intent."""
+    context, request = split_context(query, imperative)
+    asked = _parse(request, named)
+    if not context:
+        return asked
+    scene = _parse(context, named)
+    said = {c.phrases for c in asked.concepts}
+    things = tuple(c for c in scene.concepts if not c.verb and not c.participle and c.phrases not in said)
+    hints = {c.phrases: c for c in asked.soft}
+    for c in scene.soft:
+        if c.said not in _COMPUTED:
+            hints.setdefault(c.phrases, c)
+    return replace(asked, concepts=asked.concepts + things, soft=tuple(hints.values()))
+
+
+# Soft hints computed from the whole query's shape (a list, one item, a yes/no check): the
+# request's own say what is asked, not the scene's.
+_COMPUTED = frozenset({"(plural)", "(one)", "(yes/no)"})
+
+
+def _parse(query: str, named: Callable[[str], bool] | None) -> Query:
     query = _PLUS_ONE.sub(" upvote ", query)  # "+1'd", "-1": a reaction, not the number 1
     args = tokens(query, ordinary)
     words = [w for w in args.words if not w.isdigit()]  # a count left in ("top 10") asks nothing
