@@ -28,10 +28,11 @@ class Concept:
     said: str
     phrases: tuple[str, ...]
     participle: bool = False  # "added", "deleted", "failing": describes a thing, asks no action
+    answer: bool = False  # "the *title* and *body* of issue 77": a field the read answers with
 
     @property
     def verb(self) -> bool:
-        return not self.participle and any(p in VERBS for p in self.phrases)
+        return not self.participle and not self.answer and any(p in VERBS for p in self.phrases)
 
 
 @dataclass(frozen=True, slots=True)

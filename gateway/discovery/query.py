@@ -69,7 +69,7 @@ def _parse(query: str, named: Callable[[str], bool] | None) -> Query:
     words = [w for w in args.words if not w.isdigit()]  # a count left in ("top 10") asks nothing
     words = words[frame(words):]  # "how do I delete a branch" asks to delete a branch
     sense = senses(words, known, phrasal, named)
-    special = sense.skip | sense.values | sense.states | set(sense.alts)
+    special = sense.skip | sense.values | sense.states | sense.fields | set(sense.alts)
     out: list[Concept] = []
     hints: list[str] = []  # words that may carry a soft hint: not those of a phrase asking nothing
     values: list[str] = []  # new values and names: soft hints only
@@ -80,6 +80,13 @@ def _parse(query: str, named: Callable[[str], bool] | None) -> Query:
             continue
         if i in sense.values:
             values.append(words[i])
+            i += 1
+            continue
+        if i in sense.fields:
+            # "the title, body and state of issue 77": fields of the read, asked as they are.
+            if words[i] not in STOPWORDS and len(words[i]) > 1:
+                out.append(Concept(words[i], (words[i],), answer=True))
+            hints.append(words[i])
             i += 1
             continue
         if i in sense.states:
@@ -152,10 +159,13 @@ def _parse(query: str, named: Callable[[str], bool] | None) -> Query:
         # "tag a release", "pin the issue": a sentence that opens "WORD a/the ..." is an
         # imperative, and a verb no reading word the map knows asks for a change.
         intent = Intent(WRITE, False)
+    if intent.kind != READ:
+        # "update the title and body of issue 5": a write's fields are what it sets, not answers.
+        kept = [replace(c, answer=False) if c.answer else c for c in kept]
     soft.update({HINTS[k]: k for k in args.kinds if k != "one"})
     # "who starred", "who are ..." ask for people (several; "who is" for one); a plural thing asks
     # for a collection.
-    plural = sense.people or words[:2] == ["who", "are"] or any(_plural(c.said) for c in kept if not c.verb) \
+    plural = sense.people or words[:2] == ["who", "are"] or any(_plural(c.said) for c in kept if not c.verb and not c.answer) \
         or any(w in ("every", "all", "each") for w in words)  # "every label we use"
     # "this PR" is one item, but in "who has been asked to review this PR" the answer is people.
     one = "one" in args.kinds or (sense.this and (words[:1] != ["who"] or words[1:2] in (["is"], ["was"])))

@@ -50,6 +50,9 @@ FIELD_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 0.3, 0.2)  # name, title, tags, path, 
 _QUESTION_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 0.5, 0.2)
 # A state asked about in a question ("is acme/web *archived*") is a field of the thing's read.
 _STATE_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 1.0, 0.2)
+# A field asked for by name ("the *title*, *body* and *state* of issue 77") is what a read answers;
+# a tool named for it ("list-assignees") is another operation.
+_ANSWER_WEIGHTS = (0.5, 0.45, 0.25, 0.25, 0.15, 1.0, 0.1)
 _BM25_SHARE = 0.5
 _EXTRA_PENALTY = 0.6
 _SOFT_BONUS = 0.1
@@ -225,7 +228,8 @@ def rerank(pool: Sequence[tuple[str, float]], query: Query, profiles: dict[str, 
     soft = [[_phrase(p) for p in c.phrases] for c in query.soft]
     asked = {w.strip() for c in concepts + soft for words in c for w in words}
     fields = _QUESTION_WEIGHTS if query.question else FIELD_WEIGHTS
-    per = [_STATE_WEIGHTS if query.question and c.participle else fields for c in query.concepts]
+    per = [_ANSWER_WEIGHTS if c.answer else _STATE_WEIGHTS if query.question and c.participle else fields
+           for c in query.concepts]
     out = []
     for name, score in pool:
         prof = profiles[name]

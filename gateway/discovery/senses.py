@@ -109,6 +109,7 @@ class Senses:
     people: bool = False  # "who starred ...": asks for the people who did it (a list)
     yes_no: bool = False  # "check if the branch is protected": a yes/no question
     this: bool = False  # "this github user", "this run": one item pointed at
+    fields: set[int] = field(default_factory=set)  # "the title, body and state of issue 77": what it answers
 
 
 def senses(words: list[str], known: Callable[[str], bool],
@@ -229,7 +230,38 @@ def senses(words: list[str], known: Callable[[str], bool],
             _new_value(words, i, out)
     if words and words[0] in ("who", "whom") and n > 1:
         _agent(words, 1, known, out)
+    for j, word in enumerate(words):
+        if word == "of":
+            out.fields.update(i for i in _fields(words, j) if i not in out.skip and i not in out.values)
     return out
+
+
+# Words that end a list of fields read backwards from its "of": "Retrieve *the* title, body ...".
+_FIELDS_FROM = _DETERMINERS | _READING | frozenset("is are was were what which me us".split())
+
+
+def _fields(words: list[str], j: int) -> range:
+    """"Retrieve the title, body, state and assignees of issue 77", "the mergeability status and
+    head SHA of PR 4521": a list joined by "and" right before "of" and one item after it names
+    the fields of that item's read (what it answers), not things to look for by name. Empty when
+    the words before *j* (an "of") are not such a list."""
+    k = j - 1
+    joined = False
+    while k >= 0 and j - k <= 9 and words[k] not in _FIELDS_FROM:
+        if words[k] == "and":
+            joined = True
+        elif words[k] in _PREPOSITIONS or words[k] in _CLAUSE_END:
+            return range(0)
+        k -= 1
+    start = k + 1
+    if not joined or j - start < 3 or "and" in (words[start], words[j - 1]):
+        return range(0)
+    thing = j + 1
+    while thing < len(words) and words[thing] in _DETERMINERS:
+        thing += 1
+    if thing >= len(words) or _plural(words[thing]):
+        return range(0)  # "the names and emails of the members": each member's, a list
+    return range(start, j)
 
 
 # "the PR I opened" keeps its "I" (a soft hint), "to be honest we tried" is no relative clause.
