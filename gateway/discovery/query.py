@@ -111,6 +111,7 @@ def _parse(query: str, named: Callable[[str], bool] | None) -> Query:
         for n in range(longest, 0, -1):
             key = tuple(words[i:i + n])
             alts, participle = lookup(key)
+            participle = participle or i in sense.outcomes  # "so we can force push": a state to reach
             if alts is not None:
                 said = " ".join(key)
                 if participle:
@@ -130,7 +131,7 @@ def _parse(query: str, named: Callable[[str], bool] | None) -> Query:
         else:
             hints.append(words[i])
             if words[i] not in STOPWORDS and len(words[i]) > 1:
-                out.append(Concept(words[i], (words[i],)))
+                out.append(Concept(words[i], (words[i],), i in sense.outcomes))
             i += 1
     # "make a new repo": one action asked for once, not twice.
     seen: set[frozenset[str]] = set()

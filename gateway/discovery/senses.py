@@ -110,6 +110,7 @@ class Senses:
     yes_no: bool = False  # "check if the branch is protected": a yes/no question
     this: bool = False  # "this github user", "this run": one item pointed at
     fields: set[int] = field(default_factory=set)  # "the title, body and state of issue 77": what it answers
+    outcomes: set[int] = field(default_factory=set)  # "... so it can merge": read as a state, not an act
 
 
 def senses(words: list[str], known: Callable[[str], bool],
@@ -177,6 +178,10 @@ def senses(words: list[str], known: Callable[[str], bool],
             out.skip.update((i, i + 1))  # "make sure", "I want to be sure PR 88 has no conflicts"
         elif i == 0 and word in ("before", "after", "when", "while") and after.endswith("ing") and len(after) > 5:
             out.skip.update((i, i + 1))  # "before merging, I want ...": when, not what
+        elif i > 1 and word == "so" and _purpose(words, i, out):
+            pass  # "clear the stale review on PR 61 *so it can merge*": what for, not what
+        elif word in _MESSAGING and after not in ("me", "us") and _message(words, i, out):
+            pass  # "tell the reporter on issue 88 that 2.4.1 ships the fix": a comment to post
         elif i > 1 and word in _SUBORDINATORS and after in _SUBJECTS and i + 2 < n:
             # "... a key to encrypt a value *before I store* it as a secret": the later act says
             # what for; its nouns still say where ("a secret"), its verb is not asked for.
@@ -234,6 +239,51 @@ def senses(words: list[str], known: Callable[[str], bool],
         if word == "of":
             out.fields.update(i for i in _fields(words, j) if i not in out.skip and i not in out.values)
     return out
+
+
+def _purpose(words: list[str], i: int, out: Senses) -> bool:
+    """"... so it can merge", "so they show as alerts", "so the status turns green": a purpose
+    clause says what the request is for. Its subject and modal are not asked for, its verb is the
+    state to reach (a word, not an action: no intent), its other words still say where ("as
+    alerts"). False when "so" opens no such clause ("so far")."""
+    j = i + 1 + (words[i + 1:i + 2] == ["that"])
+    if j >= len(words):
+        return False
+    if words[j] in _SUBJECTS or words[j] in ("it", "they"):
+        skip = [j]
+        j += 1
+    elif words[j] in _DETERMINERS and j + 2 < len(words):
+        skip = [j]
+        j += 2  # "so the status turns green": the subject's noun is kept
+    else:
+        return False
+    while j < len(words) and (words[j] in _MODALS or words[j] in ("be", "not", "t")):
+        skip.append(j)
+        j += 1
+    if j >= len(words) or words[j] in _DETERMINERS or words[j] in _PREPOSITIONS:
+        return False
+    out.skip.update((i, i + 1, *skip) if words[i + 1] == "that" else (i, *skip))
+    out.outcomes.add(j)  # the outcome, a state to reach ("so it stops billing"), not an act asked for
+    return True
+
+
+# Verbs that pass a message to someone: "tell the reporter that ...", "let bob know that ...".
+_MESSAGING = frozenset("tell inform notify remind let".split())
+
+
+def _message(words: list[str], i: int, out: Senses) -> bool:
+    """"tell the reporter on issue 88 that 2.4.1 ships the fix", "let the author of PR 8 know that
+    the tests need a fixture": telling people something on a thread is posting a comment there.
+    The verb asks for a comment; what it says (the "that" clause) is no word of the request; the
+    words between say where. False without "that" ("tell bob to review it" asks for a review)."""
+    for j in range(i + 2, min(len(words), i + 10)):
+        if words[j] == "that" or (words[i] == "let" and words[j] == "know"):
+            out.alts[i] = (("comment", "reply"), ("create",))
+            out.skip.update(range(j, _clause(words, j + 1).stop))
+            return True
+        if words[j] in _CLAUSE_END:
+            return False
+    return False
 
 
 # Words that end a list of fields read backwards from its "of": "Retrieve *the* title, body ...".
