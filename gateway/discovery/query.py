@@ -149,6 +149,10 @@ def _parse(query: str, named: Callable[[str], bool] | None) -> Query:
     if "path" in args.kinds and words and words[0] in _COMMITTING:
         # "commit an updated package.json to main", "push README.md": a file's contents written.
         kept.append(Concept("(file)", ("content", "contents", "file")))
+    if not any(not c.verb and not c.answer for c in kept):
+        # "details of GHSA-jfh8-c2jp-5v3q", "the severity and affected versions of CVE-2024-3094":
+        # no thing but a value, so what the value is (an advisory, a commit) is what is asked about.
+        kept.extend(Concept(f"({k})", HINTS[k]) for k in dict.fromkeys(args.kinds) if k != "one")
     if sense.names and not any(set(c.phrases) & set(NAME_HINT) for c in kept):
         # "what repos does octocat have": the name stands for a user, a thing the tool is about.
         kept.append(Concept("(name)", NAME_HINT))

@@ -309,8 +309,10 @@ def _fields(words: list[str], j: int) -> range:
     thing = j + 1
     while thing < len(words) and words[thing] in _DETERMINERS:
         thing += 1
-    if thing >= len(words) or _plural(words[thing]):
+    if thing < len(words) and _plural(words[thing]):
         return range(0)  # "the names and emails of the members": each member's, a list
+    # Nothing after "of" (or a preposition right after it): the item was a value, taken out
+    # ("... of GHSA-jfh8-c2jp-5v3q", "... of acme/api in ...").
     return range(start, j)
 
 
