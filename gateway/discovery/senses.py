@@ -178,6 +178,10 @@ def senses(words: list[str], known: Callable[[str], bool],
             out.skip.update((i, i + 1))  # "make sure", "I want to be sure PR 88 has no conflicts"
         elif i == 0 and word in ("before", "after", "when", "while") and after.endswith("ing") and len(after) > 5:
             out.skip.update((i, i + 1))  # "before merging, I want ...": when, not what
+        elif word == "why" and any(w in ("t", "not", "cannot") for w in words[i + 1:i + 4]):
+            # "why can't I push to release/1.x", "why won't it merge": what stops it is a rule or a
+            # permission, not a failed run's logs (the map's "why").
+            out.alts[i] = (("protection", "rule", "permission"),)
         elif i > 1 and word == "so" and _purpose(words, i, out):
             pass  # "clear the stale review on PR 61 *so it can merge*": what for, not what
         elif word in _MESSAGING and after not in ("me", "us") and _message(words, i, out):

@@ -40,3 +40,5 @@ add("kept,retention,retain,retained,keep around", "retention")
 add("tests,test suite,test suites,test runs,ci checks", "status check,check")
 add("why,what went wrong", "log,logs,annotation")  # "the build failed, show me why"
 add("push event,push events", "push,event,webhook")  # an event type, not the permission to push
+# round 6: what went out to an environment is a deployment, not a release
+add("shipped to,ship to,ships to,went out to,released to,rolled out to,pushed to production", "deployment,environment")

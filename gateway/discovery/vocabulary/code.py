@@ -66,3 +66,10 @@ add("across github,across public repos,across all repos,across repos,anywhere on
     "that mention", "search")
 add("pushes,who pushed,push history,pushes and merges", "activity,activities,push")
 add("compared to,compared with,versus,vs", "compare,diff")
+# round 6
+add("commit message,commit messages", "commit,message")  # a commit's own text, not a comment on it
+add("ignore file,ignore files,gitignore,git ignore", "gitignore,template")
+add("tar,tgz,tar gz,zip,zip file,zip archive,source archive,source archives,source tarball", "tarball,zipball,archive")
+add("out of date,up to date,catch up,behind", "update branch,merge upstream")  # behind its base or upstream: merge it in
+add("reviewer list,reviewers list,list of reviewers", "requested reviewers,reviewer")
+add("previous version,earlier version,older version,old version,prior version", "revision,history")

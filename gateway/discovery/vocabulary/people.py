@@ -36,3 +36,5 @@ add("everyone,everybody,all members,whole team", "member,user")
 add("integration,integrations,bot,bots,installed app,installed apps", "app,installation,integration")
 add("engineer,engineers,developer,developers,devs,teammate,teammates,hire,hires,new hire,new hires,"
     "intern,interns,newcomer,newcomers,joiner,joiners", "user,member")
+# round 6
+add("copilot license,copilot licenses,copilot seat,copilot seats,seat,seats", "seat,copilot")

@@ -40,3 +40,8 @@ add("nobody should,no one should,stop anyone from,stop people from,prevent anyon
     "protection,rule,restriction,lock")
 add("encrypt,encrypting,encryption,encrypted", "public key")  # secrets are sent sealed with one
 add("shared with,share with", "selected,repositories")  # an org secret shared with repos
+# round 6
+add("signed commits,signed commit,commit signing,commit signature,commit signatures,verified commits,gpg signed,"
+    "gpg signature,gpg signatures", "commit signature,signature")
+add("sarif,scan results,scanning results,scanner results,scanner output,analysis results", "sarif,analysis,code scanning")
+add("let only,allow just,let just", "restriction,limit,interaction")

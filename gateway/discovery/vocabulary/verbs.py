@@ -53,3 +53,7 @@ add("report", "create,report")  # "report a green build status", "report a bug"
 add("freeze,unfreeze", "lock,unlock")
 add("undelete,bring back,recover,resurrect", "restore")  # "bring back the package we deleted"
 add("send,deliver", "create")  # "send an invite", "send push events to a URL": something new goes out
+# round 6
+add("configure,reconfigure,customize,customise", "update,set,create")
+add("apply,slap", "add,set")  # "apply the bug label to #12"
+add("reclaim,take back,free up", "remove,delete,cancel,revoke")
