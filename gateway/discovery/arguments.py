@@ -8,7 +8,7 @@ says *get one*, not *list*. :func:`tokens` splits a query into words and typed v
 * quoted text (``"v2 launch"``, ```main```) and URLs: a literal value; the words naming it in
   "with the comment 'LGTM'" name an argument, not what is asked;
 * advisory ids (``GHSA-jfh8-c2jp-5v3q``, ``CVE-2024-3094``): an advisory;
-* file paths (``src/app.py``, ``docs/guide/``) and file names with a known extension
+* file paths (``src/app.py``, ``docs/guide/``, ``.github/CODEOWNERS``: a dot-folder is no owner) and file names with a known extension
   (``package.json``, ``README.md``; not after a naming noun: "workflow ``ci.yml``" is its name): a
   file's path;
 * settings (``NODE_VERSION=20``): a variable's or a configuration's value;
@@ -64,7 +64,8 @@ _TOKEN = re.compile(r"""
   | (?P<version>(?<![\w.])[vV]?\d+(?:\.\d+)+(?:-[\w.]+)?(?![\w.])|(?<![\w.])[vV]\d+(?![\w.]))
   | (?P<domain>(?<![\w.@/])[A-Za-z][\w-]*(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app|co|ai|sh|cloud|info|biz|us|uk|de)(?![\w.]))
   | (?P<setting>(?<![\w.-])[A-Za-z_][\w.-]*=\S+)
-  | (?P<path>(?<![\w/{.])(?:[\w.-]+/)+[\w-]+\.[A-Za-z0-9]{1,8}(?![\w/}])|(?<![\w{])/?(?:[\w.-]+/){2,}[\w.-]*)
+  | (?P<path>(?<![\w/{.])(?:[\w.-]+/)+[\w-]+\.[A-Za-z0-9]{1,8}(?![\w/}])|(?<![\w{])/?(?:[\w.-]+/){2,}[\w.-]*
+            |(?<![\w/{.])\.[A-Za-z][\w-]*/[\w.-]+)
   | (?P<slash>(?<![\w/{.])[A-Za-z0-9][\w.-]*/[\w.-]*[A-Za-z0-9](?![\w/}]))
   | (?P<ident>(?<![\w.-])[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+(?![\w-]))
   | (?P<sha>(?<![\w-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-]))

@@ -92,6 +92,8 @@ _BRANCH_STATES = frozenset("default protected current base head new old stale re
                            "whole".split())
 _LOCATORS = frozenset("on in from of into to against".split())
 _SUBORDINATORS = frozenset("before after once until".split())
+# Indefinite subjects of a later act: "... before *anything* merges", "until *anyone* pushes".
+_ANYONE = frozenset("anything anyone anybody everything everyone everybody something it".split())
 # Repository roles, named right after who gets them: "give the team *write* on the repo".
 _ROLES = frozenset("read write admin maintain triage push pull".split())
 _ROLE_AFTER = frozenset("on to access rights permission permissions role over for".split())
@@ -186,7 +188,7 @@ def senses(words: list[str], known: Callable[[str], bool],
             pass  # "clear the stale review on PR 61 *so it can merge*": what for, not what
         elif word in _MESSAGING and after not in ("me", "us") and _message(words, i, out):
             pass  # "tell the reporter on issue 88 that 2.4.1 ships the fix": a comment to post
-        elif i > 1 and word in _SUBORDINATORS and after in _SUBJECTS and i + 2 < n:
+        elif i > 1 and word in _SUBORDINATORS and (after in _SUBJECTS or after in _ANYONE) and i + 2 < n:
             # "... a key to encrypt a value *before I store* it as a secret": the later act says
             # what for; its nouns still say where ("a secret"), its verb is not asked for.
             out.skip.update(range(i, i + 3))
@@ -376,7 +378,16 @@ _OBJECT_SENSES: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
        for thing in ("conversation", "discussion", "thread")},
     **{(verb, thing): (("unlock",),) for verb in ("reopen", "unfreeze", "resume")
        for thing in ("conversation", "discussion", "thread")},
+    # "clear the stale changes-requested on PR 61", "withdraw my approval": a submitted review is
+    # dismissed, not deleted.
+    **{(verb, thing): (("dismiss",), ("review",)) for verb in ("clear", "lift", "withdraw", "retract", "overrule")
+       for thing in ("review", "approval", "change", "block")},
 }
+
+
+# Words between a verb and its object that do not change what the object is: "all", the repository
+# it is in, a state ("the *stale* review", "the *old* cache").
+_OBJECT_SKIPPED = frozenset("all repo repository stale old outdated previous blocking existing current".split())
 
 
 def _object_sense(words: list[str], i: int) -> tuple[tuple[str, ...], ...] | None:
@@ -385,7 +396,7 @@ def _object_sense(words: list[str], i: int) -> tuple[tuple[str, ...], ...] | Non
     if not any(v == words[i] for v, _ in _OBJECT_SENSES):
         return None
     j = i + 1
-    while j < len(words) and (words[j] in _DETERMINERS or words[j] in ("all", "repo", "repository")):
+    while j < len(words) and (words[j] in _DETERMINERS or words[j] in _OBJECT_SKIPPED):
         j += 1
     if j >= len(words):
         return None

@@ -38,3 +38,4 @@ add("engineer,engineers,developer,developers,devs,teammate,teammates,hire,hires,
     "intern,interns,newcomer,newcomers,joiner,joiners", "user,member")
 # round 6
 add("copilot license,copilot licenses,copilot seat,copilot seats,seat,seats", "seat,copilot")
+add("custom role,custom roles,org role,org roles,organization role,organization roles", "organization role,role")
