@@ -23,7 +23,7 @@ add("sub task,subtask,subtasks,sub tasks,child task,child tasks,child issue,chil
     "sub issues,parent issue,epic,epics", "sub issue")
 add("split,break down,break up", "sub issue + add")
 add("depends on,blocked by,blocking,dependency between,blocker,blockers", "blocked by,dependency")
-add("mention,mentions,mentioned", "mention")
+add("mention,mentions,mentioned", "mention,search")
 add("dupe,duplicate,duplicates", "duplicate")
 add("reply,respond,answer,chime in", "comment + create")  # "replies" (a plural noun) names comments
 add("sticky,stick,keep at the top,to the top", "pin")  # a forum's "sticky" post is a pinned one
