@@ -180,6 +180,10 @@ def senses(words: list[str], known: Callable[[str], bool],
             out.skip.update((i, i + 1))  # "make sure", "I want to be sure PR 88 has no conflicts"
         elif i == 0 and word in ("before", "after", "when", "while") and after.endswith("ing") and len(after) > 5:
             out.skip.update((i, i + 1))  # "before merging, I want ...": when, not what
+        elif word in _DURING and _duration(words, i, out):
+            pass  # "let only collaborators comment for 24 hours": how long, not the hours of a day
+        elif word in _ROLES and before in _HAVING and (not after or after in _ROLE_AFTER or after in ("or", "and")):
+            out.alts[i] = (("permission", "role"),)  # "does liam have write or just read on ...": a role
         elif word == "why" and any(w in ("t", "not", "cannot") for w in words[i + 1:i + 4]):
             # "why can't I push to release/1.x", "why won't it merge": what stops it is a rule or a
             # permission, not a failed run's logs (the map's "why").
@@ -290,6 +294,28 @@ def _message(words: list[str], i: int, out: Senses) -> bool:
         if words[j] in _CLAUSE_END:
             return False
     return False
+
+
+# Words before a time unit that make it a length of time: "for 24 hours", "within a day".
+_DURING = frozenset("for within over during".split())
+_UNITS = frozenset("second seconds minute minutes hour hours day days week weeks month months year years".split())
+# Having a role: "does liam have *write*", "has *admin* on", "with just *read* on".
+_HAVING = frozenset("have has had got get gets with just only".split())
+
+
+def _duration(words: list[str], i: int, out: Senses) -> bool:
+    """"for 24 hours", "for a day", "within the next two weeks": a length of time (its count, a
+    number, was taken out before) says for how long, not what; False when no time unit follows."""
+    j = i + 1
+    while j < len(words) and j - i <= 3 and (words[j] in _DETERMINERS or words[j] in _COUNT_WORDS):
+        j += 1
+    if j >= len(words) or words[j] not in _UNITS:
+        return False
+    out.skip.update(range(i, j + 1))
+    return True
+
+
+_COUNT_WORDS = frozenset("one two three four five six seven ten twelve next few couple of another".split())
 
 
 # Words that end a list of fields read backwards from its "of": "Retrieve *the* title, body ...".

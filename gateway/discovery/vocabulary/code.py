@@ -16,7 +16,7 @@ add("diff,difference,differences,between,changed between,differ", "compare")
 add("grep", "search code,code")
 add("branch", "branch,ref")
 add("commit,sha,revision", "commit,ref")
-add("fork", "fork")
+add("fork", "fork + create")  # "fork acme/tool into my account": a new repository
 add("sync", "merge upstream,sync")
 add("file,files", "file,content,contents")
 add("snippet,paste", "gist")

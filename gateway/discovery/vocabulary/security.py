@@ -44,7 +44,7 @@ add("shared with,share with", "selected,repositories")  # an org secret shared w
 add("signed commits,signed commit,commit signing,commit signature,commit signatures,verified commits,gpg signed,"
     "gpg signature,gpg signatures", "commit signature,signature")
 add("sarif,scan results,scanning results,scanner results,scanner output,analysis results", "sarif,analysis,code scanning")
-add("let only,allow just,let just", "restriction,limit,interaction")
+add("let only,allow just,let just", "restriction,limit,interaction + set")
 # "main needs two approvals": how many approving reviews a protected branch requires
 add("approvals,approving reviews,required approvals,required reviews,required reviewers,review count",
     "review protection,required approving review,required")

@@ -58,3 +58,4 @@ add("configure,reconfigure,customize,customise", "update,set,create")
 add("apply,slap", "add,set")  # "apply the bug label to #12"
 add("reclaim,take back,free up", "remove,delete,cancel,revoke")
 add("unregister,deregister,de register,unenroll,disenroll", "delete,remove")  # register's un-action
+add("overwrite,replace,swap out,replace all", "replace,set,update")
