@@ -47,11 +47,18 @@ def split_context(query: str, imperative: Callable[[str], bool]) -> tuple[str, s
             tail = tail[1:]
         if len(head) < 2 or len(tail) < 2:
             continue
-        opens = tail[0] in _QUESTION or (imperative(tail[0]) and tail[0] not in _ADJECTIVES)
-        if not opens:
+        if not (tail[0] in _QUESTION or _asks(tail, imperative)):
             continue
-        if head[0] in _CONDITIONS or not (imperative(head[0]) and head[0] not in _ADJECTIVES) \
-                and head[0] not in _QUESTION:
+        if head[0] in _CONDITIONS or not _asks(head, imperative) and head[0] not in _QUESTION:
             return before, after
         return "", query  # two requests, or a question then more: no scene
     return "", query
+
+
+_ARTICLES = frozenset("a an the this that my our".split())
+
+
+def _asks(words: list[str], imperative: Callable[[str], bool]) -> bool:
+    """Whether a clause of *words* opens with an imperative: "open a ticket" does, "new Django
+    project" and "open PRs pile up" do not (an adjective before a noun)."""
+    return imperative(words[0]) and (words[0] not in _ADJECTIVES or words[1] in _ARTICLES)

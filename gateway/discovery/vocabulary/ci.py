@@ -42,4 +42,4 @@ add("why,what went wrong", "log,logs,annotation")  # "the build failed, show me 
 add("push event,push events", "push,event,webhook")  # an event type, not the permission to push
 # round 6: what went out to an environment is a deployment, not a release
 add("shipped to,ship to,ships to,went out to,released to,rolled out to,pushed to production", "deployment,environment")
-add("runs,workflow runs,ci runs,build runs", "workflow run,check run,run")
+add("runs,ci runs,build runs", "workflow run,check run,run")
