@@ -184,6 +184,8 @@ def senses(words: list[str], known: Callable[[str], bool],
             pass  # "let only collaborators comment for 24 hours": how long, not the hours of a day
         elif word in _ROLES and before in _HAVING and (not after or after in _ROLE_AFTER or after in ("or", "and")):
             out.alts[i] = (("permission", "role"),)  # "does liam have write or just read on ...": a role
+        elif word in _PREVENTING and _revoke(words, i, out):
+            pass  # "stop repo acme/old from reading the org secret": take its access away
         elif word == "why" and any(w in ("t", "not", "cannot") for w in words[i + 1:i + 4]):
             # "why can't I push to release/1.x", "why won't it merge": what stops it is a rule or a
             # permission, not a failed run's logs (the map's "why").
@@ -245,6 +247,11 @@ def senses(words: list[str], known: Callable[[str], bool],
             _new_value(words, i, out)
     if words and words[0] in ("who", "whom") and n > 1:
         _agent(words, 1, known, out)
+    for i in range(1, n - 1):
+        if words[i] == "who" and words[i - 1] in _GROUPS:
+            _agent(words, i + 1, known, out)  # "list everyone who watches acme/api": the watchers
+        if words[i] in _ABLE and words[i - 1] in ("who", "whom"):
+            _permission(words, i + 1, out)  # "who can merge into main": a rule on merging
     for j, word in enumerate(words):
         if word == "of":
             out.fields.update(i for i in _fields(words, j) if i not in out.skip and i not in out.values)
@@ -322,6 +329,14 @@ _COUNT_WORDS = frozenset("one two three four five six seven ten twelve next few 
 _FIELDS_FROM = _DETERMINERS | _READING | frozenset("is are was were what which me us".split())
 
 
+def _list_start(words: list[str], k: int) -> bool:
+    """Whether *words*[k] opens what precedes a list of fields: a determiner, or a reading verb
+    that is not a noun inside the list ("show the ...", not "star *count*")."""
+    if words[k] in _DETERMINERS or words[k] in _FIELDS_FROM and words[k] not in _READING:
+        return True
+    return words[k] in _READING and (k == 0 or words[k - 1] in _FIELDS_FROM or words[k - 1] == "please")
+
+
 def _fields(words: list[str], j: int) -> range:
     """"Retrieve the title, body, state and assignees of issue 77", "the mergeability status and
     head SHA of PR 4521": a list joined by "and" right before "of" and one item after it names
@@ -329,7 +344,7 @@ def _fields(words: list[str], j: int) -> range:
     the words before *j* (an "of") are not such a list."""
     k = j - 1
     joined = False
-    while k >= 0 and j - k <= 9 and words[k] not in _FIELDS_FROM:
+    while k >= 0 and j - k <= 9 and not _list_start(words, k):
         if words[k] == "and":
             joined = True
         elif words[k] in _PREPOSITIONS or words[k] in _CLAUSE_END:
@@ -404,6 +419,11 @@ _OBJECT_SENSES: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
        for thing in ("conversation", "discussion", "thread")},
     **{(verb, thing): (("unlock",),) for verb in ("reopen", "unfreeze", "resume")
        for thing in ("conversation", "discussion", "thread")},
+    # "bring back the hotfix branch someone deleted": a deleted branch or tag is created again (a
+    # ref), not restored (a package is).
+    **{(verb, thing): (("create",), ("ref", "reference")) for verb in ("bring", "restore", "recover", "undelete",
+                                                                      "resurrect", "recreate")
+       for thing in ("branch", "tag")},
     # "clear the stale changes-requested on PR 61", "withdraw my approval": a submitted review is
     # dismissed, not deleted.
     **{(verb, thing): (("dismiss",), ("review",)) for verb in ("clear", "lift", "withdraw", "retract", "overrule")
@@ -422,12 +442,17 @@ def _object_sense(words: list[str], i: int) -> tuple[tuple[str, ...], ...] | Non
     if not any(v == words[i] for v, _ in _OBJECT_SENSES):
         return None
     j = i + 1
-    while j < len(words) and (words[j] in _DETERMINERS or words[j] in _OBJECT_SKIPPED):
+    while j < len(words) and (words[j] in _DETERMINERS or words[j] in _OBJECT_SKIPPED or words[j] in _PARTICLES):
         j += 1
-    if j >= len(words):
-        return None
-    thing = words[j][:-1] if _plural(words[j]) else words[j]
-    return _OBJECT_SENSES.get((words[i], thing))
+    # The head noun may follow a modifier or two: "restore the *hotfix* branch", "lock the release branch".
+    for k in range(j, min(len(words), j + 3)):
+        if words[k] in _PREPOSITIONS or words[k] in _CLAUSE_END:
+            return None
+        thing = words[k][:-1] if _plural(words[k]) else words[k]
+        sense = _OBJECT_SENSES.get((words[i], thing))
+        if sense:
+            return sense
+    return None
 
 
 def _split_phrasal(words: list[str], i: int,
@@ -499,6 +524,41 @@ def _complement(words: list[str], i: int, known: Callable[[str], bool], out: Sen
             return
         if words[k] not in _DETERMINERS:
             out.values.add(k)
+
+
+# People named before a relative "who": "everyone who watches", "the users who starred".
+_GROUPS = frozenset("everyone everybody people users accounts members folks those anyone all".split())
+_ABLE = frozenset("can may could".split())
+# Verbs whose "who can ..." is answered by a permission, not by the people who did it.
+_GUARDED = frozenset("merge approve dismiss delete bypass deploy release publish".split())
+
+
+_PREVENTING = frozenset("stop prevent keep block".split())
+_ACCESSING = frozenset("reading using accessing seeing getting pulling cloning".split())
+
+
+def _revoke(words: list[str], i: int, out: Senses) -> bool:
+    """"stop repo acme/old from reading the org secret", "keep the bot from accessing acme/api":
+    stopping a named thing from reaching something takes its access away (remove it from what it
+    may use). Not when the thing is people at large ("stop anyone from ...": a rule)."""
+    for j in range(i + 1, min(len(words) - 1, i + 5)):
+        if words[j] in _GROUPS or words[j] in ("anyone", "anybody", "people", "everyone", "someone"):
+            return False
+        if words[j] == "from":
+            if words[j + 1] not in _ACCESSING:
+                return False
+            out.alts[i] = (("remove", "delete"),)
+            out.skip.update((j, j + 1))
+            return True
+    return False
+
+
+def _permission(words: list[str], i: int, out: Senses) -> None:
+    """"who can merge into main", "who may approve PRs on acme/api": who is allowed to is a rule
+    (a protection, a restriction) or a permission, not the act itself. "who can push" needs no
+    rule: the map reads "push" as the permission already."""
+    if i < len(words) and words[i] in _GUARDED and i not in out.alts:
+        out.alts[i] = (("permission", "protection", "restriction", "access"),)
 
 
 def _agent(words: list[str], i: int, known: Callable[[str], bool], out: Senses) -> None:

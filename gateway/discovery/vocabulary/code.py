@@ -64,7 +64,7 @@ add("recursive,recursively,every path,all paths,file tree,directory tree,folder 
 add("draft comments,draft review,unsubmitted,not submitted,without submitting", "pending,review")
 add("across github,across public repos,across all repos,across repos,anywhere on github,mentioning,"
     "that mention", "search")
-add("pushes,who pushed,push history,pushes and merges", "activity,activities,push")
+add("pushes,pushed,who pushed,push history,pushes and merges", "activity,activities,push")
 add("compared to,compared with,versus,vs", "compare,diff")
 # round 6
 add("commit message,commit messages", "commit,message")  # a commit's own text, not a comment on it

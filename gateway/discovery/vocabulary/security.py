@@ -48,3 +48,5 @@ add("let only,allow just,let just", "restriction,limit,interaction + set")
 # "main needs two approvals": how many approving reviews a protected branch requires
 add("approvals,approving reviews,required approvals,required reviews,required reviewers,review count",
     "review protection,required approving review,required")
+add("ssh key,ssh keys,ssh public key,ssh public keys", "public key,ssh key,key")  # GitHub's "public keys"
+add("lockfile,lockfiles,lock file,lock files,manifest,manifests", "dependency,dependencies,manifest")
