@@ -247,6 +247,8 @@ def senses(words: list[str], known: Callable[[str], bool],
             _new_value(words, i, out)
     if words and words[0] in ("who", "whom") and n > 1:
         _agent(words, 1, known, out)
+    if words and words[0] in _NOTIFYING:
+        _event(words, out)  # "ping our chat server whenever someone opens an issue": a hook
     for i in range(1, n - 1):
         if words[i] == "who" and words[i - 1] in _GROUPS:
             _agent(words, i + 1, known, out)  # "list everyone who watches acme/api": the watchers
@@ -531,6 +533,27 @@ _GROUPS = frozenset("everyone everybody people users accounts members folks thos
 _ABLE = frozenset("can may could".split())
 # Verbs whose "who can ..." is answered by a permission, not by the people who did it.
 _GUARDED = frozenset("merge approve dismiss delete bypass deploy release publish".split())
+
+
+# Verbs that tell someone or something that a thing happened: "ping", "email me", "notify".
+_NOTIFYING = frozenset("ping email notify alert tell message post send call hit page text warn".split())
+_WHENEVER = frozenset("when whenever every each anytime".split())
+
+
+def _event(words: list[str], out: Senses) -> None:
+    """"ping our chat server whenever someone opens an issue", "email me when a new release comes
+    out": being told each time something happens is a webhook or a subscription. The clause after
+    "when"/"whenever"/"every time" names the event: its things say which, its verbs ask nothing."""
+    for i in range(1, len(words) - 2):
+        if words[i] not in _WHENEVER or words[i] in ("every", "each") and words[i + 1] != "time":
+            continue
+        start = i + 2 if words[i] in ("every", "each") else i + 1
+        # Being told from now on is set up once: a hook or a subscription created; the verb of
+        # telling ("ping", "email") is how, not what ("ping a webhook" is another operation).
+        out.alts[i] = (("webhook", "hook", "subscription", "event"), ("create", "set"))
+        out.skip.update((0, *range(i + 1, start)))
+        out.outcomes.update(_clause(words, start))
+        return
 
 
 _PREVENTING = frozenset("stop prevent keep block".split())
