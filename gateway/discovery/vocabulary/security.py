@@ -50,3 +50,5 @@ add("approvals,approving reviews,required approvals,required reviews,required re
     "review protection,required approving review,required")
 add("ssh key,ssh keys,ssh public key,ssh public keys", "public key,ssh key,key")  # GitHub's "public keys"
 add("lockfile,lockfiles,lock file,lock files,manifest,manifests", "dependency,dependencies,manifest")
+add("dependency changes,dependency diff,dependency review,changed dependencies,new dependencies,added dependencies",
+    "dependency,diff,compare")
