@@ -48,7 +48,7 @@ def parse(query: str, named: Callable[[str], bool] | None = None) -> Query:
     asked = _parse(request, named)
     if not context:
         return asked
-    scene = _parse(context, named)
+    scene = _parse(_LINKED.sub(r"\1", context), named)
     said = {c.phrases for c in asked.concepts}
     things = tuple(c for c in scene.concepts if not c.verb and not c.participle and c.phrases not in said)
     hints = {c.phrases: c for c in asked.soft}
@@ -58,6 +58,10 @@ def parse(query: str, named: Callable[[str], bool] | None = None) -> Query:
     return replace(asked, concepts=asked.concepts + things, soft=tuple(hints.values()))
 
 
+# The state a scene's subject is in ("CI *went green*", "staging *is down*", "the build is *broken*"):
+# how things stand, not a thing the request is about.
+_LINKED = re.compile(r"(?<!there\s)\b(is|are|was|were|went|got|turned|became|becomes|being|been|keeps|kept)"
+                     r"(?:\s+(?:not|now|still|all|only|again|already))*\s+(?:a\s+|an\s+)?[\w-]+", re.IGNORECASE)
 # Soft hints computed from the whole query's shape (a list, one item, a yes/no check): the
 # request's own say what is asked, not the scene's.
 _COMPUTED = frozenset({"(plural)", "(one)", "(yes/no)"})

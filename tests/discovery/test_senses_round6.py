@@ -168,3 +168,35 @@ def test_a_vocabulary_key_is_defined_once() -> None:
 def test_round6_verbs_ask_for_their_action(query: str, word: str, meaning: str) -> None:
     assert meaning in _phrases(query)[word]
     assert parse(query).intent.kind in (WRITE, DELETE)
+
+
+def test_the_state_a_scene_describes_is_no_thing_of_the_request() -> None:
+    said = {c.said for c in parse("CI went green on 1507, squash it in").concepts}
+    assert "ci" in said and "green" not in said  # "went green": how CI stands
+    # "there are X": X is the subject, not a state.
+    assert "fine" in {c.said for c in parse("there are fine-grained requests waiting, approve them").concepts}
+
+
+def test_being_told_whenever_something_happens_sets_up_a_hook() -> None:
+    query = parse("ping our chat server whenever someone opens an issue in acme/web")
+    phrases = {p for c in query.concepts for p in c.phrases}
+    assert "webhook" in phrases and "ping" not in phrases
+    assert query.intent.kind == WRITE
+    assert not any(c.verb for c in query.concepts if c.said == "opens")  # the event asks nothing
+
+
+def test_stopping_a_named_thing_from_reading_takes_its_access_away() -> None:
+    assert _phrases("stop repo acme/old from reading the org secret NPM_TOKEN")["stop"] == ("remove", "delete")
+    assert "remove" not in _phrases("stop anyone from commenting on issue 3").get("stop anyone from", ())
+
+
+def test_who_after_people_and_who_can_merge() -> None:
+    assert "watcher" in _phrases("list everyone who watches acme/api")["watches"]
+    assert "protection" in _phrases("who can merge into main in acme/api")["merge"]
+    assert "permission" in _phrases("who can push to this repo")["push"]  # the map's own reading
+
+
+def test_a_deleted_branch_brought_back_is_created_again() -> None:
+    phrases = _phrases("bring back the hotfix branch someone deleted yesterday")
+    assert "create" in phrases["bring"] and "ref" in phrases["bring"]
+    assert "restore" in _phrases("bring back the package we deleted")["bring back"]
