@@ -184,6 +184,9 @@ def senses(words: list[str], known: Callable[[str], bool],
             pass  # "let only collaborators comment for 24 hours": how long, not the hours of a day
         elif word in _ROLES and before in _HAVING and (not after or after in _ROLE_AFTER or after in ("or", "and")):
             out.alts[i] = (("permission", "role"),)  # "does liam have write or just read on ...": a role
+        elif word in ("find", "locate") and after in ("the", "this", "that", "my", "our") and i + 2 < n \
+                and not _plural(words[i + 2]) and not any(w in _WHO_WHICH for w in words[i + 3:i + 6]):
+            out.alts[i] = (("get",),)  # "find the release for tag v1.2.0": look one item up, not a search
         elif word in _PREVENTING and _revoke(words, i, out):
             pass  # "stop repo acme/old from reading the org secret": take its access away
         elif word == "why" and any(w in ("t", "not", "cannot") for w in words[i + 1:i + 4]):
@@ -556,6 +559,8 @@ def _event(words: list[str], out: Senses) -> None:
         return
 
 
+# Words after which a description asks to search: "find the file *that* calls deprecated_api()".
+_WHO_WHICH = frozenset("that which who where whose mentioning containing with matching".split())
 _PREVENTING = frozenset("stop prevent keep block".split())
 _ACCESSING = frozenset("reading using accessing seeing getting pulling cloning".split())
 
