@@ -73,6 +73,12 @@ def _parse(query: str, named: Callable[[str], bool] | None) -> Query:
     words = [w for w in args.words if not w.isdigit()]  # a count left in ("top 10") asks nothing
     words = words[frame(words):]  # "how do I delete a branch" asks to delete a branch
     sense = senses(words, known, phrasal, named)
+    if "version" in args.kinds:
+        # "delete tag v3.0.0-rc1", "tag commit 9fceb02 as v0.9.1": with a version, a tag is git's
+        # (a ref), not an issue's label.
+        sense.alts.update({k: (("tag", "ref"), ("create",)) if k == 0 else (("tag", "ref"),)  # "tag X as v1": make one
+                           for k, w in enumerate(words)
+                           if w in ("tag", "tags") and k not in sense.alts and k not in sense.skip})
     special = sense.skip | sense.values | sense.states | sense.fields | set(sense.alts)
     out: list[Concept] = []
     hints: list[str] = []  # words that may carry a soft hint: not those of a phrase asking nothing

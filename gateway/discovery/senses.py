@@ -72,6 +72,7 @@ _GETTING = frozenset("getting receiving seeing".split())
 # People a team or an org takes in: "add the *new* engineer" adds someone, it creates nothing.
 # "add bob to the team", "remove eve from the org": an unknown word between is someone's name.
 _PLACING = frozenset("add remove move put drop".split())
+_ADDING = frozenset("add move put bring".split())
 _NEWCOMERS = frozenset("engineer engineers developer developers devs hire hires teammate teammates intern "
                        "interns member members employee employees user users contributor contributors "
                        "joiner joiners colleague colleagues".split())
@@ -136,6 +137,8 @@ def senses(words: list[str], known: Callable[[str], bool],
                 word in _PEOPLE_VERBS or (word in _PLACING and words[i + 2:i + 3] in (["to"], ["from"], ["as"]))):
             out.values.add(i + 1)  # "kick bob off the team", "add bob to the backend team": a name
             out.names += 1
+        if word in _ADDING and _joining(words, i, common, out):
+            continue  # "put her on the on-call team", "add bob to the platform team": a membership
         split = _split_phrasal(words, i, phrasal)
         sense = _object_sense(words, i)
         if sense:
@@ -298,12 +301,17 @@ def _message(words: list[str], i: int, out: Senses) -> bool:
     the tests need a fixture": telling people something on a thread is posting a comment there.
     The verb asks for a comment; what it says (the "that" clause) is no word of the request; the
     words between say where. False without "that" ("tell bob to review it" asks for a review)."""
+    know = None
     for j in range(i + 2, min(len(words), i + 10)):
-        if words[j] == "that" or (words[i] == "let" and words[j] == "know"):
+        if words[i] == "let" and words[j] == "know" and know is None:
+            know = j  # "let bob know (on PR 19) that ...": "know" is part of the verb
+        elif words[j] == "that" and (words[i] != "let" or know is not None):
             out.alts[i] = (("comment", "reply"), ("create",))
             out.skip.update(range(j, _clause(words, j + 1).stop))
+            if know is not None:
+                out.skip.add(know)
             return True
-        if words[j] in _CLAUSE_END:
+        elif words[j] in _CLAUSE_END:
             return False
     return False
 
@@ -561,6 +569,29 @@ def _event(words: list[str], out: Senses) -> None:
 
 # Words after which a description asks to search: "find the file *that* calls deprecated_api()".
 _WHO_WHICH = frozenset("that which who where whose mentioning containing with matching".split())
+_PRONOUNS = frozenset("her him them me us someone somebody".split())
+_INTO = frozenset("to on onto in into".split())
+_GROUPINGS = frozenset("team teams org organization squad group crew rotation".split())
+
+
+def _joining(words: list[str], i: int, common: Callable[[str], bool], out: Senses) -> bool:
+    """"put her on the on-call team", "add bob to the platform team": placing a person (a pronoun,
+    a name, someone) in a team or an org adds them to it (as a member: the person is a soft hint),
+    whatever the placing verb ("put" alone stores something)."""
+    j = i + 1
+    if j >= len(words) or not (words[j] in _PRONOUNS or words[j] in _NEWCOMERS or not common(words[j])):
+        return False
+    if j + 1 >= len(words) or words[j + 1] not in _INTO:
+        return False
+    if not any(w in _GROUPINGS for w in words[j + 2:j + 6]):
+        return False
+    out.alts[i] = (("add",),)
+    out.names += 1  # the person: a soft hint at users and members
+    if words[j] not in _PRONOUNS and words[j] not in _NEWCOMERS:
+        out.values.add(j)
+    return True
+
+
 _PREVENTING = frozenset("stop prevent keep block".split())
 _ACCESSING = frozenset("reading using accessing seeing getting pulling cloning".split())
 

@@ -200,3 +200,28 @@ def test_a_deleted_branch_brought_back_is_created_again() -> None:
     phrases = _phrases("bring back the hotfix branch someone deleted yesterday")
     assert "create" in phrases["bring"] and "ref" in phrases["bring"]
     assert "restore" in _phrases("bring back the package we deleted")["bring back"]
+
+
+def test_find_the_one_item_looks_it_up_and_find_things_that_searches() -> None:
+    assert _phrases("find the release for tag v1.2.0")["find"] == ("get",)
+    assert "search" in _phrases("find the files that call deprecated_api")["find"]
+    assert "search" in _phrases("find open bugs that mention timeout")["find"]
+
+
+def test_letting_someone_know_keeps_where_and_drops_the_message() -> None:
+    phrases = _phrases("let the contributor know on PR 19 that CI needs a rerun")
+    assert "comment" in phrases["let"] and "pr" in phrases
+    assert "rerun" not in phrases and "ci" not in phrases and "know" not in phrases
+
+
+def test_with_a_version_a_tag_is_gits() -> None:
+    assert _phrases("delete tag v3.0.0-rc1")["tag"] == ("tag", "ref")
+    assert "create" in _phrases("tag commit 9fceb02 as v0.9.1")["tag"]
+    assert "label" in _phrases("delete the wontfix tag from issue 5")["tag"]
+
+
+def test_placing_a_person_in_a_team_adds_them() -> None:
+    query = parse("put her on the on-call team")
+    assert _phrases("put her on the on-call team")["put"] == ("add",)
+    assert any("member" in c.phrases for c in query.concepts)  # the person: users, members
+    assert "create" in _phrases("put the config in a gist")["put"]  # storing a thing
