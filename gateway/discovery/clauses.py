@@ -28,6 +28,8 @@ _QUESTION = frozenset("what which who whom whose how where when why is are does 
 # Words that open a condition or a time, whose clause is context whatever its verb: "if the build
 # fails, rerun it", "once CI is green, merge it".
 _CONDITIONS = frozenset("if when once after since because as now".split())
+# Openers of an event the request is about ("whenever a release is published, hit URL": a hook).
+_EVENTS = frozenset("whenever every each anytime".split())
 # Openers that are requests though no verb: "please rerun it", "then delete the branch".
 _SOFTENERS = frozenset("please then and also so now".split())
 # Adjectives a map key can be ("new" → create, "open" → create) that open a noun phrase at a
@@ -49,6 +51,8 @@ def split_context(query: str, imperative: Callable[[str], bool]) -> tuple[str, s
             continue
         if not (tail[0] in _QUESTION or _asks(tail, imperative)):
             continue
+        if head[0] in _EVENTS:
+            return "", query  # "whenever a release is published, hit URL": the event is the request's
         if head[0] in _CONDITIONS or not _asks(head, imperative) and head[0] not in _QUESTION:
             return before, after
         return "", query  # two requests, or a question then more: no scene

@@ -253,7 +253,7 @@ def senses(words: list[str], known: Callable[[str], bool],
             _new_value(words, i, out)
     if words and words[0] in ("who", "whom") and n > 1:
         _agent(words, 1, known, out)
-    if words and words[0] in _NOTIFYING:
+    if words and (words[0] in _NOTIFYING or words[0] in _WHENEVER):
         _event(words, out)  # "ping our chat server whenever someone opens an issue": a hook
     for i in range(1, n - 1):
         if words[i] == "who" and words[i - 1] in _GROUPS:
@@ -554,16 +554,21 @@ _WHENEVER = frozenset("when whenever every each anytime".split())
 def _event(words: list[str], out: Senses) -> None:
     """"ping our chat server whenever someone opens an issue", "email me when a new release comes
     out": being told each time something happens is a webhook or a subscription. The clause after
-    "when"/"whenever"/"every time" names the event: its things say which, its verbs ask nothing."""
-    for i in range(1, len(words) - 2):
+    "when"/"whenever"/"every time" names the event: its words are soft hints (which event), none
+    of them is asked for ("opens" asks to create nothing)."""
+    for i in range(len(words) - 2):
         if words[i] not in _WHENEVER or words[i] in ("every", "each") and words[i + 1] != "time":
             continue
         start = i + 2 if words[i] in ("every", "each") else i + 1
+        # The telling verb: first ("ping X whenever ...") or after the event ("whenever ..., hit URL").
+        tell = 0 if i else next((k for k in range(start, len(words)) if words[k] in _NOTIFYING), None)
+        if tell is None or (i == 0 and words[0] == "when"):
+            return  # "when was acme/api last pushed to": a question, no event
         # Being told from now on is set up once: a hook or a subscription created; the verb of
         # telling ("ping", "email") is how, not what ("ping a webhook" is another operation).
         out.alts[i] = (("webhook", "hook", "subscription", "event"), ("create", "set"))
-        out.skip.update((0, *range(i + 1, start)))
-        out.outcomes.update(_clause(words, start))
+        out.skip.update((tell, *range(i + 1, start)))
+        out.values.update(k for k in _clause(words, start) if k != tell and (i or k < tell))
         return
 
 

@@ -225,3 +225,14 @@ def test_placing_a_person_in_a_team_adds_them() -> None:
     assert _phrases("put her on the on-call team")["put"] == ("add",)
     assert any("member" in c.phrases for c in query.concepts)  # the person: users, members
     assert "create" in _phrases("put the config in a gist")["put"]  # storing a thing
+
+
+def test_an_event_opening_the_request_with_a_target_is_a_hook() -> None:
+    query = parse("whenever a release is published, hit https://hooks.acme.dev/release")
+    phrases = {p for c in query.concepts for p in c.phrases}
+    assert "webhook" in phrases and "release" not in phrases  # the event says which, softly
+    assert "release" in {p for c in query.soft for p in c.phrases}
+    assert query.intent.kind == WRITE
+    assert split_context("whenever a release is published, hit the hook", imperative)[0] == ""
+    # A question opening "when" is no event.
+    assert "webhook" not in {p for c in parse("when was acme/api last pushed to").concepts for p in c.phrases}
