@@ -25,7 +25,7 @@ add("resend,redeliver,replay", "redeliver")
 add("move,hand over", "transfer")
 add("turn off,switch off,pause", "disable")
 add("turn on,switch on,resume", "enable")
-add("approve,sign off,lgtm,looks good,look good,good to go,good to merge", "approve,review")
+add("approve,sign off,lgtm,looks good,look good,good to go,good to merge", "approve,review + create")  # a new review
 add("assign,give to,hand to", "assignee,assign")
 add("publish", "create,release,pages")
 add("take off,take away,take out,get rid of,throw away,throw out,discard,strip", "remove,delete,dismiss")
