@@ -187,6 +187,12 @@ def senses(words: list[str], known: Callable[[str], bool],
             pass  # "let only collaborators comment for 24 hours": how long, not the hours of a day
         elif word in _ROLES and before in _HAVING and (not after or after in _ROLE_AFTER or after in ("or", "and")):
             out.alts[i] = (("permission", "role"),)  # "does liam have write or just read on ...": a role
+        elif i == 0 and (word in _REACTING or word == "thumbs" and after in ("up", "down")):
+            # "thumbs-up issue #12", "+1 that comment", "heart the release": a reaction used as a
+            # verb at the start of a request gives one.
+            out.alts[i] = (("reaction",), ("create",))
+            if word == "thumbs":
+                out.skip.add(i + 1)
         elif word in ("find", "locate") and after in ("the", "this", "that", "my", "our") and i + 2 < n \
                 and not _plural(words[i + 2]) and not any(w in _WHO_WHICH for w in words[i + 3:i + 6]):
             out.alts[i] = (("get",),)  # "find the release for tag v1.2.0": look one item up, not a search
@@ -572,6 +578,7 @@ def _event(words: list[str], out: Senses) -> None:
         return
 
 
+_REACTING = frozenset("upvote downvote heart".split())
 # Words after which a description asks to search: "find the file *that* calls deprecated_api()".
 _WHO_WHICH = frozenset("that which who where whose mentioning containing with matching".split())
 _PRONOUNS = frozenset("her him them me us someone somebody".split())

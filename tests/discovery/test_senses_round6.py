@@ -236,3 +236,13 @@ def test_an_event_opening_the_request_with_a_target_is_a_hook() -> None:
     assert split_context("whenever a release is published, hit the hook", imperative)[0] == ""
     # A question opening "when" is no event.
     assert "webhook" not in {p for c in parse("when was acme/api last pushed to").concepts for p in c.phrases}
+
+
+def test_a_reaction_opening_the_request_gives_one() -> None:
+    assert _phrases("thumbs-up issue #12")["thumbs"] == ("reaction", "create")
+    assert parse("thumbs up the ticket").intent.kind == WRITE
+    assert parse("who gave a thumbs up to issue 5").intent.kind == READ  # a question: who reacted
+
+
+def test_approving_submits_a_new_review() -> None:
+    assert "create" in _phrases("LGTM, approve PR 210")["approve"]

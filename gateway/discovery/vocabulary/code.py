@@ -73,3 +73,4 @@ add("tar,tgz,tar gz,zip,zip file,zip archive,source archive,source archives,sour
 add("out of date,up to date,catch up,behind", "update branch,merge upstream")  # behind its base or upstream: merge it in
 add("reviewer list,reviewers list,list of reviewers", "requested reviewers,reviewer")
 add("previous version,earlier version,older version,old version,prior version", "revision,history")
+add("brought in,brings in,bring in,introduced,introduces,landed in,came in with", "associated")  # which PR brought in a commit
