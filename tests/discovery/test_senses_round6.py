@@ -245,4 +245,4 @@ def test_a_reaction_opening_the_request_gives_one() -> None:
 
 
 def test_approving_submits_a_new_review() -> None:
-    assert "create" in _phrases("LGTM, approve PR 210")["approve"]
+    assert "create" in _phrases("approve PR 210")["approve"]
