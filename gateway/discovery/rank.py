@@ -54,6 +54,7 @@ _STATE_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 1.0, 0.2)
 # a tool named for it ("list-assignees") is another operation.
 _ANSWER_WEIGHTS = (0.5, 0.45, 0.25, 0.25, 0.15, 1.0, 0.1)
 _BM25_SHARE = 0.5
+_SCOPE_SHARE = 0.9
 _EXTRA_PENALTY = 0.6
 _SOFT_BONUS = 0.1
 _HEAD_CAP = 400
@@ -77,6 +78,9 @@ class Profile:
     kind: str
     namespace: tuple[str, ...] = ()
     deprecated: bool = False
+    # The name up to its scope ("reactions create" of ``reactions_create-for-release``): what the
+    # tool acts on. A word only in the scope ("release") is where it acts, not what it makes.
+    head: str = ""
 
 
 def _joined(text: str) -> str:
@@ -91,8 +95,15 @@ def profile(name: str, title: str, tags: str, path: str, description: str, param
     "enterprise")."""
     head, sep, rest = name.partition("_")
     own, space = (rest, head) if sep and rest else (name, "")
+    words = split_words(name)
+    cut = words.index("for") if "for" in words[1:] else len(words)
+    # An owner scope ("-for-org", "-for-authenticated-user") says whose, as the query's "org" does:
+    # only a thing's scope ("-for-release", "-for-commit-comment") is no object of the tool.
+    owner = all(stem(w) in _SCOPES for w in words[cut + 1:])
+    acted = "" if owner else " ".join(words[:cut])
     return Profile((_joined(name), _joined(title), _joined(tags), _joined(path), _joined(description),
-                    _joined(answers), _joined(param_names)), _content(own), kind, _content(space), deprecated)
+                    _joined(answers), _joined(param_names)), _content(own), kind, _content(space), deprecated,
+                   _joined(acted) if acted else "")
 
 
 def _content(text: str) -> tuple[str, ...]:
@@ -106,14 +117,21 @@ def _phrase(phrase: str) -> tuple[str, ...]:
 
 
 def _match(prof: Profile, phrases: Sequence[tuple[str, ...]],
-           weights: tuple[float, ...] = FIELD_WEIGHTS) -> float:
-    """The weight of the best field in which any of *phrases* occurs (0 when none does)."""
+           weights: tuple[float, ...] = FIELD_WEIGHTS, scoped: bool = False) -> float:
+    """The weight of the best field in which any of *phrases* occurs (0 when none does); *scoped*:
+    a phrase found only in the name's scope ("-for-release") counts :data:`_SCOPE_SHARE` of it (a
+    soft hint is about scopes: "my" → ``-for-authenticated-user``)."""
     best = 0.0
     for field, weight in zip(prof.fields, weights, strict=True):
         if weight <= best:
             continue
         for words in phrases:
             if (words[0] in field) if len(words) == 1 else (words and all(w in field for w in words)):
+                if scoped and field is prof.fields[0] and prof.head and not all(w in prof.head for w in words):
+                    # Only in the name's scope ("-for-release"): where the tool acts, not what on.
+                    if weight * _SCOPE_SHARE > best:
+                        best = weight * _SCOPE_SHARE
+                    continue
                 best = weight
                 break
     return best
@@ -233,7 +251,7 @@ def rerank(pool: Sequence[tuple[str, float]], query: Query, profiles: dict[str, 
     out = []
     for name, score in pool:
         prof = profiles[name]
-        covered = sum(w * _match(prof, c, f) for c, w, f in zip(concepts, weights, per, strict=True)) / full
+        covered = sum(w * _match(prof, c, f, True) for c, w, f in zip(concepts, weights, per, strict=True)) / full
         hint = sum(m for m in (_match(prof, c) for c in soft) if m >= FIELD_WEIGHTS[1])
         # Smoothed share: a one-word name ("render") is not wholly unexplained for lacking one word.
         extra = (sum(1 for w in prof.name if w not in asked)

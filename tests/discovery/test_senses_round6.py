@@ -246,3 +246,15 @@ def test_a_reaction_opening_the_request_gives_one() -> None:
 
 def test_approving_submits_a_new_review() -> None:
     assert "create" in _phrases("approve PR 210")["approve"]
+
+
+def test_a_word_only_in_a_names_thing_scope_says_less_than_its_object() -> None:
+    from gateway.discovery.rank import _match, _phrase, profile
+    release = [_phrase("release")]
+    reaction = profile("reactions_create-for-release", "", "", "", "", "", "write")
+    assert _match(reaction, release, scoped=True) == 0.9  # where it acts: as much as a title word
+    assert _match(profile("repos_create-release", "", "", "", "", "", "write"), release, scoped=True) == 1.0
+    # An owner scope says whose, as the query does: no discount; nor for a soft hint.
+    org = profile("projects_update-item-for-org", "", "", "", "", "", "write")
+    assert _match(org, [_phrase("org")], scoped=True) == 1.0
+    assert _match(reaction, release) == 1.0
