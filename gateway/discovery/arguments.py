@@ -53,6 +53,8 @@ HINTS: dict[str, tuple[str, ...]] = {
     # A published advisory's id (GHSA-xxxx-xxxx-xxxx, CVE-2024-3094): an advisory asked about.
     "advisory": ("advisory", "advisories", "vulnerability"),
     "one": ("get",),
+    # "#482", "merge #99": the number of an issue or a pull request (how trackers write them).
+    "ticket": ("issue", "pull"),
 }
 
 _TOKEN = re.compile(r"""
@@ -90,6 +92,8 @@ _FILE = re.compile(r"\.(json|ya?ml|md|txt|py|js|ts|tsx|jsx|toml|lock|xml|cfg|ini
 # "with the comment 'LGTM'", "with a message of 'release 1.2'": up to three words naming an argument.
 _ARGUMENT_NAME = re.compile(r"\bwith\s+(?:the|a|an)\s+((?:[A-Za-z]+\s+){0,2}[A-Za-z]+)\s*(?:of\s*|:\s*)?$",
                             re.IGNORECASE)
+# Nouns whose "#N" is their own number, not an issue's: "run #512", "alert #17".
+_NAMED_NUMBERS = frozenset("run runs job build alert dependabot deployment release check step workflow".split())
 # Words after which a number is a count or a limit, not an identifier ("the last 30", "top 10").
 _COUNTS = frozenset("last first top past next over under than least most every per within about "
                     "around only all".split())
@@ -141,6 +145,8 @@ def tokens(query: str, ordinary: Callable[[str], bool]) -> Arguments:
             if text.startswith("#") or (before and before not in _COUNTS and not before.isdigit()
                                         and not (after and _plural(after[0]))):
                 kind = "one"
+                if text.startswith("#") and before not in _NAMED_NUMBERS:
+                    out.kinds.append("ticket")  # "close #482": an issue's or a PR's number
             else:
                 continue
         elif kind == "quoted" and out.words and out.words[-1] in _PEOPLE:

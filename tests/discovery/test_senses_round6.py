@@ -258,3 +258,9 @@ def test_a_word_only_in_a_names_thing_scope_says_less_than_its_object() -> None:
     org = profile("projects_update-item-for-org", "", "", "", "", "", "write")
     assert _match(org, [_phrase("org")], scoped=True) == 1.0
     assert _match(reaction, release) == 1.0
+
+
+def test_a_hash_number_hints_at_an_issue_or_a_pull_request() -> None:
+    assert {"issue", "pull"} <= _soft("squash and merge #99")
+    assert "pull" not in _soft("rerun run #512")  # a run's own number
+    assert tokens("close #482", lambda w: False).kinds == ["ticket", "one"]
