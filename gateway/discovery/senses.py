@@ -82,6 +82,9 @@ _PEOPLE_VERBS = frozenset("invite kick block unblock ban unban follow unfollow a
 _POSSESSING = frozenset("have own belong maintain use follow star watch contribute".split())
 # The conventional names of long-lived branches: after "on", "into", "to", "branch" they name one.
 _BRANCH_NAMES = frozenset("main master develop development trunk".split())
+# The conventional names of deployment environments: "deployed *to production*" names one.
+_ENVIRONMENT_NAMES = frozenset("production prod staging stage qa dev uat canary preview".split())
+_ENVIRONMENT = frozenset("environment environments env envs".split())
 _ASKING = frozenset("check see verify confirm know ask tell".split())
 _YES_NO = frozenset("is are was were does do did has have can".split())
 _AUXILIARIES = frozenset("s is was are were has have had been got gets".split())
@@ -153,6 +156,8 @@ def senses(words: list[str], known: Callable[[str], bool],
         elif word in _ASKING and after in ("if", "whether"):
             out.skip.update((i, i + 1))  # "check if the branch is protected": a yes/no question
             out.yes_no = True
+        elif word in _ENVIRONMENT_NAMES and before in ("to", "on", "in", "into") and after not in _ENVIRONMENT:
+            out.values.add(i)  # "what's deployed to production": which environment, a value of the call
         elif word in _BRANCH_NAMES and (before in PREPOSITIONS or before in ("branch", "off", "rename")):
             out.values.add(i)  # "recent commits on main", "rename master to main": a branch's name
         elif word == "off" and after and not phrasal((before, word)):

@@ -264,3 +264,9 @@ def test_a_hash_number_hints_at_an_issue_or_a_pull_request() -> None:
     assert {"issue", "pull"} <= _soft("squash and merge #99")
     assert "pull" not in _soft("rerun run #512")  # a run's own number
     assert tokens("close #482", lambda w: False).kinds == ["ticket", "one"]
+
+
+def test_an_environment_named_after_to_is_which_one() -> None:
+    assert "production" not in _phrases("what's deployed to production right now")  # a value: which
+    assert "production" in _soft("what's deployed to production right now")
+    assert "environment" in _phrases("add a secret to the production environment")["production"]  # named as one
