@@ -5,8 +5,10 @@
 are noise ("api" matches the Meta API, "octocat" the Octocat endpoint), and "details of ... 123"
 says *get one*, not *list*. :func:`tokens` splits a query into words and typed values:
 
-* quoted text (``"v2 launch"``, ```main```) and URLs: a literal value;
-* file paths (``src/app.py``, ``docs/guide/``) and file names with a known extension
+* quoted text (``"v2 launch"``, ```main```) and URLs: a literal value; the words naming it in
+  "with the comment 'LGTM'" name an argument, not what is asked;
+* advisory ids (``GHSA-jfh8-c2jp-5v3q``, ``CVE-2024-3094``): an advisory;
+* file paths (``src/app.py``, ``docs/guide/``, ``.github/CODEOWNERS``: a dot-folder is no owner) and file names with a known extension
   (``package.json``, ``README.md``; not after a naming noun: "workflow ``ci.yml``" is its name): a
   file's path;
 * settings (``NODE_VERSION=20``): a variable's or a configuration's value;
@@ -48,18 +50,24 @@ HINTS: dict[str, tuple[str, ...]] = {
     "sha": ("commit", "sha", "ref"),
     "path": ("content", "file", "path"),
     "setting": ("variable", "secret", "config"),
+    # A published advisory's id (GHSA-xxxx-xxxx-xxxx, CVE-2024-3094): an advisory asked about.
+    "advisory": ("advisory", "advisories", "vulnerability"),
     "one": ("get",),
+    # "#482", "merge #99": the number of an issue or a pull request (how trackers write them).
+    "ticket": ("issue", "pull"),
 }
 
 _TOKEN = re.compile(r"""
     (?P<quoted>(?<!\w)"[^"]+"|(?<!\w)'[^']+'(?!\w)|`[^`]+`|“[^”]+”|‘[^’]+’)
   | (?P<url>\b(?:https?|ssh|git)://\S+)
+  | (?P<advisory>\b(?:(?i:ghsa)(?:-[0-9a-zA-Z]{4}){3}|(?i:cve)-\d{4}-\d{4,})\b)
   | (?P<email>\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+)
   | (?P<user>(?<![\w@])@[A-Za-z0-9][\w-]*)
   | (?P<version>(?<![\w.])[vV]?\d+(?:\.\d+)+(?:-[\w.]+)?(?![\w.])|(?<![\w.])[vV]\d+(?![\w.]))
   | (?P<domain>(?<![\w.@/])[A-Za-z][\w-]*(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app|co|ai|sh|cloud|info|biz|us|uk|de)(?![\w.]))
   | (?P<setting>(?<![\w.-])[A-Za-z_][\w.-]*=\S+)
-  | (?P<path>(?<![\w/{.])(?:[\w.-]+/)+[\w-]+\.[A-Za-z0-9]{1,8}(?![\w/}])|(?<![\w{])/?(?:[\w.-]+/){2,}[\w.-]*)
+  | (?P<path>(?<![\w/{.])(?:[\w.-]+/)+[\w-]+\.[A-Za-z0-9]{1,8}(?![\w/}])|(?<![\w{])/?(?:[\w.-]+/){2,}[\w.-]*
+            |(?<![\w/{.])\.[A-Za-z][\w-]*/[\w.-]+)
   | (?P<slash>(?<![\w/{.])[A-Za-z0-9][\w.-]*/[\w.-]*[A-Za-z0-9](?![\w/}]))
   | (?P<ident>(?<![\w.-])[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+(?![\w-]))
   | (?P<sha>(?<![\w-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-]))
@@ -81,6 +89,11 @@ _IS = re.compile(r"\b(who|what|that|there|it|where|how|here|when|which)['’]s\b
 # The extensions of files people name without a folder ("package.json", "README.md").
 _FILE = re.compile(r"\.(json|ya?ml|md|txt|py|js|ts|tsx|jsx|toml|lock|xml|cfg|ini|sh|go|rs|java|rb|tf|gradle|"
                    r"csv|html|css|sql|conf|env|dockerfile|mod|sum|kt|swift|c|h|cpp|php)$", re.IGNORECASE)
+# "with the comment 'LGTM'", "with a message of 'release 1.2'": up to three words naming an argument.
+_ARGUMENT_NAME = re.compile(r"\bwith\s+(?:the|a|an)\s+((?:[A-Za-z]+\s+){0,2}[A-Za-z]+)\s*(?:of\s*|:\s*)?$",
+                            re.IGNORECASE)
+# Nouns whose "#N" is their own number, not an issue's: "run #512", "alert #17".
+_NAMED_NUMBERS = frozenset("run runs job build alert dependabot deployment release check step workflow".split())
 # Words after which a number is a count or a limit, not an identifier ("the last 30", "top 10").
 _COUNTS = frozenset("last first top past next over under than least most every per within about "
                     "around only all".split())
@@ -132,11 +145,18 @@ def tokens(query: str, ordinary: Callable[[str], bool]) -> Arguments:
             if text.startswith("#") or (before and before not in _COUNTS and not before.isdigit()
                                         and not (after and _plural(after[0]))):
                 kind = "one"
+                if text.startswith("#") and before not in _NAMED_NUMBERS:
+                    out.kinds.append("ticket")  # "close #482": an issue's or a PR's number
             else:
                 continue
         elif kind == "quoted" and out.words and out.words[-1] in _PEOPLE:
             kind = "user"  # "the user 'octocat'"
         elif kind == "quoted":
+            # "approve it with the comment 'LGTM'", "an issue with the title 'flaky test'": the
+            # words between "with the" and a quoted value name the argument, not what is asked.
+            named = _ARGUMENT_NAME.search(query[:m.start()])
+            if named:
+                del out.words[len(out.words) - len(split_words(named.group(1))):]
             continue
         out.kinds.append(kind)
     out.words.extend(split_words(query[pos:]))

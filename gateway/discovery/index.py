@@ -5,7 +5,7 @@ Contract:
 * :meth:`SearchIndex.sync` takes the whole current set of :class:`ToolDoc` and updates the index
   incrementally: only tools that are new, gone or changed (by a fingerprint of their indexed text)
   are written. It returns how many rows it wrote and deleted.
-* :meth:`SearchIndex.search` parses the query (:func:`~gateway.discovery.synonyms.parse`:
+* :meth:`SearchIndex.search` parses the query (:func:`~gateway.discovery.query.parse`:
   concepts, intent, hints), takes candidates by BM25 over weighted columns (name, title, tags,
   path, description, parameters) plus the best name/title matches, and re-ranks them
   (:func:`~gateway.discovery.rank.rerank`: IDF-weighted coverage of the concepts by field, intent
@@ -27,8 +27,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.discovery.intent import Intent, tool_kind
+from gateway.discovery.query import parse
 from gateway.discovery.rank import HeadIndex, Profile, profile, rerank
-from gateway.discovery.synonyms import parse
 from gateway.discovery.words import stem, words_text
 
 __all__ = ["ToolDoc", "SearchHit", "SearchIndex", "doc_from_tool", "MAX_LIMIT", "MAX_QUERY"]

@@ -32,7 +32,7 @@ _QUESTION = frozenset("who whom whose what which how is are was were does do did
 # "At what hours ...", "in which repos ...": a question too.
 _PREPOSITIONS = frozenset("at in on for from to by with of since until".split())
 _WH = frozenset("who whom whose what which how when where why".split())
-# Spec verbs (as synonyms.expand yields them) by the kind of operation they name.
+# Spec verbs (as query.expand yields them) by the kind of operation they name.
 _DELETE_VERBS = frozenset({"delete", "remove"})
 _WRITE_VERBS = frozenset({"create", "update", "cancel", "re run", "rerun", "rerequest", "dispatch",
                           "redeliver", "transfer", "disable", "enable", "approve", "merge", "set", "add",

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gateway.discovery.arguments import HINTS
+from gateway.discovery.concepts import Concept, Query
 from gateway.discovery.intent import agreement
-from gateway.discovery.synonyms import Concept, Query
 from gateway.discovery.words import split_words, stem
 
 __all__ = ["Profile", "profile", "rerank", "HeadIndex", "FIELD_WEIGHTS"]
@@ -50,7 +50,11 @@ FIELD_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 0.3, 0.2)  # name, title, tags, path, 
 _QUESTION_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 0.5, 0.2)
 # A state asked about in a question ("is acme/web *archived*") is a field of the thing's read.
 _STATE_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 1.0, 0.2)
+# A field asked for by name ("the *title*, *body* and *state* of issue 77") is what a read answers;
+# a tool named for it ("list-assignees") is another operation.
+_ANSWER_WEIGHTS = (0.5, 0.45, 0.25, 0.25, 0.15, 1.0, 0.1)
 _BM25_SHARE = 0.5
+_SCOPE_SHARE = 0.9
 _EXTRA_PENALTY = 0.6
 _SOFT_BONUS = 0.1
 _HEAD_CAP = 400
@@ -74,6 +78,9 @@ class Profile:
     kind: str
     namespace: tuple[str, ...] = ()
     deprecated: bool = False
+    # The name up to its scope ("reactions create" of ``reactions_create-for-release``): what the
+    # tool acts on. A word only in the scope ("release") is where it acts, not what it makes.
+    head: str = ""
 
 
 def _joined(text: str) -> str:
@@ -88,8 +95,15 @@ def profile(name: str, title: str, tags: str, path: str, description: str, param
     "enterprise")."""
     head, sep, rest = name.partition("_")
     own, space = (rest, head) if sep and rest else (name, "")
+    words = split_words(name)
+    cut = words.index("for") if "for" in words[1:] else len(words)
+    # An owner scope ("-for-org", "-for-authenticated-user") says whose, as the query's "org" does:
+    # only a thing's scope ("-for-release", "-for-commit-comment") is no object of the tool.
+    owner = all(stem(w) in _SCOPES for w in words[cut + 1:])
+    acted = "" if owner else " ".join(words[:cut])
     return Profile((_joined(name), _joined(title), _joined(tags), _joined(path), _joined(description),
-                    _joined(answers), _joined(param_names)), _content(own), kind, _content(space), deprecated)
+                    _joined(answers), _joined(param_names)), _content(own), kind, _content(space), deprecated,
+                   _joined(acted) if acted else "")
 
 
 def _content(text: str) -> tuple[str, ...]:
@@ -103,14 +117,21 @@ def _phrase(phrase: str) -> tuple[str, ...]:
 
 
 def _match(prof: Profile, phrases: Sequence[tuple[str, ...]],
-           weights: tuple[float, ...] = FIELD_WEIGHTS) -> float:
-    """The weight of the best field in which any of *phrases* occurs (0 when none does)."""
+           weights: tuple[float, ...] = FIELD_WEIGHTS, scoped: bool = False) -> float:
+    """The weight of the best field in which any of *phrases* occurs (0 when none does); *scoped*:
+    a phrase found only in the name's scope ("-for-release") counts :data:`_SCOPE_SHARE` of it (a
+    soft hint is about scopes: "my" → ``-for-authenticated-user``)."""
     best = 0.0
     for field, weight in zip(prof.fields, weights, strict=True):
         if weight <= best:
             continue
         for words in phrases:
             if (words[0] in field) if len(words) == 1 else (words and all(w in field for w in words)):
+                if scoped and field is prof.fields[0] and prof.head and not all(w in prof.head for w in words):
+                    # Only in the name's scope ("-for-release"): where the tool acts, not what on.
+                    if weight * _SCOPE_SHARE > best:
+                        best = weight * _SCOPE_SHARE
+                    continue
                 best = weight
                 break
     return best
@@ -225,11 +246,12 @@ def rerank(pool: Sequence[tuple[str, float]], query: Query, profiles: dict[str, 
     soft = [[_phrase(p) for p in c.phrases] for c in query.soft]
     asked = {w.strip() for c in concepts + soft for words in c for w in words}
     fields = _QUESTION_WEIGHTS if query.question else FIELD_WEIGHTS
-    per = [_STATE_WEIGHTS if query.question and c.participle else fields for c in query.concepts]
+    per = [_ANSWER_WEIGHTS if c.answer else _STATE_WEIGHTS if query.question and c.participle else fields
+           for c in query.concepts]
     out = []
     for name, score in pool:
         prof = profiles[name]
-        covered = sum(w * _match(prof, c, f) for c, w, f in zip(concepts, weights, per, strict=True)) / full
+        covered = sum(w * _match(prof, c, f, True) for c, w, f in zip(concepts, weights, per, strict=True)) / full
         hint = sum(m for m in (_match(prof, c) for c in soft) if m >= FIELD_WEIGHTS[1])
         # Smoothed share: a one-word name ("render") is not wholly unexplained for lacking one word.
         extra = (sum(1 for w in prof.name if w not in asked)

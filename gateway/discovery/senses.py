@@ -1,6 +1,6 @@
 """Word senses the vocabulary map cannot see: the same word, another job in the sentence.
 
-The map (:mod:`.synonyms`) reads "open" as *create* ("open a ticket") and "make" as *create*
+The map (:mod:`.vocabulary`) reads "open" as *create* ("open a ticket") and "make" as *create*
 ("make a repo"). English also says "Retrieve *open* pull requests" (an adjective: a state),
 "*make* the repo public" and "*make* carol an admin" (a causative: set a property or a role),
 "set the default branch *to develop*" (a new value, not a word describing the operation), "who
@@ -10,27 +10,47 @@ The map (:mod:`.synonyms`) reads "open" as *create* ("open a ticket") and "make"
 "... *letting the reporter know* ..." (clauses that describe, not ask), "*ask* alice *to look at*
 my PR" (a review request), "add *bob* to the team" (a name). :func:`senses` finds these by
 the words around them -- rules of English grammar, not of one API -- and tells the parser what
-each such word means in its place.
+each such word means in its place. The rules about clauses around a request (round 6: purposes,
+messages, durations, field lists, events, ...) are in :mod:`.clause_senses`; the word classes both
+share and :class:`Senses` in :mod:`.sense_words`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+
+from gateway.discovery.clause_senses import (
+    duration,
+    event,
+    field_list,
+    joining,
+    message,
+    permission,
+    purpose,
+    revoke,
+)
+from gateway.discovery.sense_words import (
+    CLAUSE_END,
+    DETERMINERS,
+    GROUPS,
+    MODALS,
+    NEWCOMERS,
+    PREPOSITIONS,
+    READING,
+    SUBJECTS,
+    Senses,
+    clause,
+    plural,
+)
 
 __all__ = ["Senses", "senses"]
 
-_DETERMINERS = frozenset("the a an my our your their its his her all any every some no these those this "
-                         "that each".split())
-# Verbs of reading and words that make "open" describe a state: "list open PRs", "PRs still open".
-_READING = frozenset("list show get see view display fetch retrieve find count return give search "
-                     "print read lookup".split())
-_STATE_BEFORE = _DETERMINERS | _READING | frozenset("still currently are is were was remain stay "
-                                                    "of with without for in and or not".split())
+# Words that make "open" describe a state: "list open PRs", "PRs still open".
+_STATE_BEFORE = DETERMINERS | READING | frozenset("still currently are is were was remain stay "
+                                                  "of with without for in and or not".split())
 _MAKE_CREATE = frozenset("a an new another some one me us".split())  # "make a repo", "make me a gist"
 # Verbs whose "to ..." is the new value: "set the default branch to develop", "rename it to api".
 _SETTERS = frozenset("set change switch rename update flip turn point".split())
-_CLAUSE_END = frozenset("and but so then because so that while when if".split())
 # "who starred the repo" asks for the stargazers: the people who do what the verb says.
 _AGENTS: dict[str, tuple[str, ...]] = {
     "star": ("stargazer", "star"),
@@ -52,7 +72,6 @@ _AGENTS: dict[str, tuple[str, ...]] = {
     "write": ("commit", "author"),
     "wrote": ("commit", "author"),
 }
-_PREPOSITIONS = frozenset("of in on for at from with within across to".split())
 _PARTICLES = frozenset("out off on up down back over away".split())
 _NAMING = frozenset("called named titled".split())
 _PEOPLE = frozenset("user users member members person people collaborator account login username".split())
@@ -63,24 +82,21 @@ _PEOPLE_VERBS = frozenset("invite kick block unblock ban unban follow unfollow a
 _POSSESSING = frozenset("have own belong maintain use follow star watch contribute".split())
 # The conventional names of long-lived branches: after "on", "into", "to", "branch" they name one.
 _BRANCH_NAMES = frozenset("main master develop development trunk".split())
+# The conventional names of deployment environments: "deployed *to production*" names one.
+_ENVIRONMENT_NAMES = frozenset("production prod staging stage qa dev uat canary preview".split())
+_ENVIRONMENT = frozenset("environment environments env envs".split())
 _ASKING = frozenset("check see verify confirm know ask tell".split())
 _YES_NO = frozenset("is are was were does do did has have can".split())
 _AUXILIARIES = frozenset("s is was are were has have had been got gets".split())
-_MODALS = frozenset("can could may might will would should shall must".split())
 _SEEING = frozenset("read see view use".split())
 _GETTING = frozenset("getting receiving seeing".split())
-# People a team or an org takes in: "add the *new* engineer" adds someone, it creates nothing.
 # "add bob to the team", "remove eve from the org": an unknown word between is someone's name.
 _PLACING = frozenset("add remove move put drop".split())
-_NEWCOMERS = frozenset("engineer engineers developer developers devs hire hires teammate teammates intern "
-                       "interns member members employee employees user users contributor contributors "
-                       "joiner joiners colleague colleagues".split())
 # "reply on the ticket *letting the reporter know* ...": a participle clause after the request
 # says what the message will say, not what to do.
 _TELLING = frozenset("letting telling saying asking explaining noting informing reminding thanking "
                      "announcing".split())
-# "a token *we found* in public code", "the PR *I opened*": a relative clause without "that".
-_SUBJECTS = frozenset("we i they you he she someone somebody".split())
+# Past tenses that do not end in -ed ("a token we *found* in public code").
 _IRREGULAR_PAST = frozenset("found saw got made wrote put set left lost built ran took gave sent "
                             "kept began broke".split())
 # "ask alice to look at my PR", "tell bob to review it": asking others to look is a review request.
@@ -92,23 +108,13 @@ _BRANCH_STATES = frozenset("default protected current base head new old stale re
                            "whole".split())
 _LOCATORS = frozenset("on in from of into to against".split())
 _SUBORDINATORS = frozenset("before after once until".split())
+# Indefinite subjects of a later act: "... before *anything* merges", "until *anyone* pushes".
+_ANYONE = frozenset("anything anyone anybody everything everyone everybody something it".split())
 # Repository roles, named right after who gets them: "give the team *write* on the repo".
 _ROLES = frozenset("read write admin maintain triage push pull".split())
 _ROLE_AFTER = frozenset("on to access rights permission permissions role over for".split())
-
-
-@dataclass(slots=True)
-class Senses:
-    """What some words of a query mean in their place (indexes into its word list)."""
-
-    alts: dict[int, tuple[tuple[str, ...], ...]] = field(default_factory=dict)  # overrides the map
-    states: set[int] = field(default_factory=set)  # adjectives: a state asked about, not an action
-    values: set[int] = field(default_factory=set)  # a value or a name: a soft hint, not a concept
-    skip: set[int] = field(default_factory=set)  # words not asked for
-    names: int = 0  # how many person names were found ("does octocat have", "make carol an admin")
-    people: bool = False  # "who starred ...": asks for the people who did it (a list)
-    yes_no: bool = False  # "check if the branch is protected": a yes/no question
-    this: bool = False  # "this github user", "this run": one item pointed at
+# Having a role: "does liam have *write*", "has *admin* on", "with just *read* on".
+_HAVING = frozenset("have has had got get gets with just only".split())
 
 
 def senses(words: list[str], known: Callable[[str], bool],
@@ -132,6 +138,8 @@ def senses(words: list[str], known: Callable[[str], bool],
                 word in _PEOPLE_VERBS or (word in _PLACING and words[i + 2:i + 3] in (["to"], ["from"], ["as"]))):
             out.values.add(i + 1)  # "kick bob off the team", "add bob to the backend team": a name
             out.names += 1
+        if joining(words, i, common, out):
+            continue  # "put her on the on-call team", "add bob to the platform team": a membership
         split = _split_phrasal(words, i, phrasal)
         sense = _object_sense(words, i)
         if sense:
@@ -148,22 +156,24 @@ def senses(words: list[str], known: Callable[[str], bool],
         elif word in _ASKING and after in ("if", "whether"):
             out.skip.update((i, i + 1))  # "check if the branch is protected": a yes/no question
             out.yes_no = True
-        elif word in _BRANCH_NAMES and (before in _PREPOSITIONS or before in ("branch", "off", "rename")):
+        elif word in _ENVIRONMENT_NAMES and before in ("to", "on", "in", "into") and after not in _ENVIRONMENT:
+            out.values.add(i)  # "what's deployed to production": which environment, a value of the call
+        elif word in _BRANCH_NAMES and (before in PREPOSITIONS or before in ("branch", "off", "rename")):
             out.values.add(i)  # "recent commits on main", "rename master to main": a branch's name
         elif word == "off" and after and not phrasal((before, word)):
             out.skip.add(i)  # "a branch off main", "bob off the team": from, not "turn off"
-        elif word == "new" and after in _NEWCOMERS:
+        elif word == "new" and after in NEWCOMERS:
             out.skip.add(i)  # "onboard a new engineer": a person, nothing to create
-        elif word in _TELLING and i > 1 and before not in _DETERMINERS:
-            out.skip.update(_clause(words, i))  # "... letting the reporter know the fix is live"
-        elif word in _SUBJECTS and 1 < i and before not in _STOP_BEFORE_SUBJECT and _past(after) \
+        elif word in _TELLING and i > 1 and before not in DETERMINERS:
+            out.skip.update(clause(words, i))  # "... letting the reporter know the fix is live"
+        elif word in SUBJECTS and 1 < i and before not in _STOP_BEFORE_SUBJECT and _past(after) \
                 and not any(known(b) for b in _bases(after)):
             # "a token we found in public code": a description of the thing, not the request; a
             # verb the vocabulary knows says its state and is kept ("a package someone deleted").
-            out.skip.update(range(i + 1, _clause(words, i).stop))
+            out.skip.update(range(i + 1, clause(words, i).stop))
         elif word in _REQUESTING and _request(words, i, common, out):
             pass  # "ask alice and the platform team to look at my PR"
-        elif word == "branch" and i > 2 and words[i - 2] in _DETERMINERS and words[i - 3] in _LOCATORS \
+        elif word == "branch" and i > 2 and words[i - 2] in DETERMINERS and words[i - 3] in _LOCATORS \
                 and words[i - 1] not in _BRANCH_STATES and not phrasal((words[i - 1], word)):
             # "on the staging branch", "from the feature-x branch": which branch, a value of the
             # call; not "on the default branch" (a key of its own) or "the protected branch".
@@ -176,14 +186,37 @@ def senses(words: list[str], known: Callable[[str], bool],
             out.skip.update((i, i + 1))  # "make sure", "I want to be sure PR 88 has no conflicts"
         elif i == 0 and word in ("before", "after", "when", "while") and after.endswith("ing") and len(after) > 5:
             out.skip.update((i, i + 1))  # "before merging, I want ...": when, not what
-        elif i > 1 and word in _SUBORDINATORS and after in _SUBJECTS and i + 2 < n:
+        elif duration(words, i, out):
+            pass  # "let only collaborators comment for 24 hours": how long, not the hours of a day
+        elif word in _ROLES and before in _HAVING and (not after or after in _ROLE_AFTER or after in ("or", "and")):
+            out.alts[i] = (("permission", "role"),)  # "does liam have write or just read on ...": a role
+        elif i == 0 and (word in _REACTING or word == "thumbs" and after in ("up", "down")):
+            # "thumbs-up issue #12", "+1 that comment", "heart the release": a reaction used as a
+            # verb at the start of a request gives one.
+            out.alts[i] = (("reaction",), ("create",))
+            if word == "thumbs":
+                out.skip.add(i + 1)
+        elif word in ("find", "locate") and after in ("the", "this", "that", "my", "our") and i + 2 < n \
+                and not plural(words[i + 2]) and not any(w in _WHO_WHICH for w in words[i + 3:i + 6]):
+            out.alts[i] = (("get",),)  # "find the release for tag v1.2.0": look one item up, not a search
+        elif revoke(words, i, out):
+            pass  # "stop repo acme/old from reading the org secret": take its access away
+        elif word == "why" and any(w in ("t", "not", "cannot") for w in words[i + 1:i + 4]):
+            # "why can't I push to release/1.x", "why won't it merge": what stops it is a rule or a
+            # permission, not a failed run's logs (the map's "why").
+            out.alts[i] = (("protection", "rule", "permission"),)
+        elif purpose(words, i, out):
+            pass  # "clear the stale review on PR 61 *so it can merge*": what for, not what
+        elif message(words, i, out):
+            pass  # "tell the reporter on issue 88 that 2.4.1 ships the fix": a comment to post
+        elif i > 1 and word in _SUBORDINATORS and (after in SUBJECTS or after in _ANYONE) and i + 2 < n:
             # "... a key to encrypt a value *before I store* it as a secret": the later act says
             # what for; its nouns still say where ("a secret"), its verb is not asked for.
             out.skip.update(range(i, i + 3))
             if i + 3 < n and words[i + 3] in ("it", "them"):
                 out.skip.add(i + 3)
-        elif word in ("nobody", "noone") and after not in _MODALS:
-            out.skip.update(_clause(words, i))  # "PRs that nobody has reviewed": not asked to review
+        elif word in ("nobody", "noone") and after not in MODALS:
+            out.skip.update(clause(words, i))  # "PRs that nobody has reviewed": not asked to review
         elif word in _ROLES and after in _ROLE_AFTER and (before in _ASKED or i - 1 in out.values):
             out.alts[i] = (("permission", "role"),)  # "give the team write on the repo": a role, not an act
         elif word == "make" and after and after not in _MAKE_CREATE:
@@ -198,17 +231,17 @@ def senses(words: list[str], known: Callable[[str], bool],
             out.skip.add(i)  # "start watching the repo": the watching is what is asked
         elif word == "without" and after.endswith("ing"):
             # "... without making it public": the rest of the clause is not asked for.
-            out.skip.update(_clause(words, i))
+            out.skip.update(clause(words, i))
         elif word in _NAMING and i + 1 < n:
-            out.values.update(_clause(words, i + 1))  # "the codespace called fluffy-spoon"
+            out.values.update(clause(words, i + 1))  # "the codespace called fluffy-spoon"
         elif word in _PEOPLE and after and not common(after):
             out.values.add(i + 1)  # "the user torvalds": a name
             out.names += 1
         elif word in _YES_NO and i == 0 and after and not known(after) and i + 2 < n \
-                and words[i + 2] in _DETERMINERS:
+                and words[i + 2] in DETERMINERS:
             out.values.add(i + 1)  # "is alice a member of the org": a name
             out.names += 1
-        elif word in ("has", "have", "had") and i > 1 and not common(before) and before not in _DETERMINERS \
+        elif word in ("has", "have", "had") and i > 1 and not common(before) and before not in DETERMINERS \
                 and i - 1 not in out.values and _past(after):
             out.values.add(i - 1)  # "the gists alice has shared": the subject is a name
             out.names += 1
@@ -217,27 +250,35 @@ def senses(words: list[str], known: Callable[[str], bool],
             # "what repos does octocat have": the subject of a question's verb is a name.
             out.values.add(i + 1)
             out.names += 1
-        if word == "this" and after and after not in _DETERMINERS and not _plural(after):
+        if word == "this" and after and after not in DETERMINERS and not plural(after):
             out.this = True  # "this github user", "this PR": one item ("that" is often a pronoun)
-        if word in _MODALS and i:
+        if word in MODALS and i:
             # "the variables the workflows can read", "what secrets can our workflows see": a
             # capability, not a request.
             seeing = next((j for j in range(i + 1, min(n, i + 5)) if words[j] in _SEEING), None)
-            if seeing is not None and not any(w in _CLAUSE_END for w in words[i + 1:seeing]):
+            if seeing is not None and not any(w in CLAUSE_END for w in words[i + 1:seeing]):
                 out.skip.add(seeing)
-        if word in _SETTERS and after != "up" and before not in _DETERMINERS:  # not "a change to"
+        if word in _SETTERS and after != "up" and before not in DETERMINERS:  # not "a change to"
             _new_value(words, i, out)
     if words and words[0] in ("who", "whom") and n > 1:
         _agent(words, 1, known, out)
+    event(words, out)  # "ping our chat server whenever someone opens an issue": a hook
+    for i in range(1, n - 1):
+        if words[i] == "who" and words[i - 1] in GROUPS:
+            _agent(words, i + 1, known, out)  # "list everyone who watches acme/api": the watchers
+        permission(words, i, out)  # "who can merge into main": a rule on merging
+    for j, word in enumerate(words):
+        if word == "of":
+            out.fields.update(i for i in field_list(words, j) if i not in out.skip and i not in out.values)
     return out
 
 
 # "the PR I opened" keeps its "I" (a soft hint), "to be honest we tried" is no relative clause.
-_STOP_BEFORE_SUBJECT = _DETERMINERS | _PREPOSITIONS | frozenset("and but so then because if when while that "
+_STOP_BEFORE_SUBJECT = DETERMINERS | PREPOSITIONS | frozenset("and but so then because if when while that "
                                                                 "which".split())
 
 
-_ASKED = _PEOPLE | _NEWCOMERS | frozenset("team teams someone somebody reviewer reviewers".split())
+_ASKED = _PEOPLE | NEWCOMERS | frozenset("team teams someone somebody reviewer reviewers".split())
 
 
 def _past(word: str) -> bool:
@@ -249,10 +290,10 @@ def _request(words: list[str], i: int, common: Callable[[str], bool], out: Sense
     """"ask alice and the platform team to look at my PR": asking people to look at something is
     requesting their review. Marks the verb (request), the names before "to" (people) and the
     looking verb (review); False when the sentence is not of that shape."""
-    if i and words[i - 1] not in _CLAUSE_END:
+    if i and words[i - 1] not in CLAUSE_END:
         return False  # "a way to get ...": "get" opens the request only at a clause's start
     for j in range(i + 1, min(len(words) - 1, i + 8)):
-        if words[j] in _CLAUSE_END and words[j] != "and":  # "ask alice and bob to ..."
+        if words[j] in CLAUSE_END and words[j] != "and":  # "ask alice and bob to ..."
             return False
         bare = words[i] == "have" and (words[j] in _LOOKING or words[j] in _LIGHT_VERBS)
         if words[j] == "to" or bare:  # "ask bob to look at ...", "have bob look at ..."
@@ -268,11 +309,16 @@ def _request(words: list[str], i: int, common: Callable[[str], bool], out: Sense
             if look + 1 < len(words) and words[look + 1] in ("at", "over", "through"):
                 out.skip.add(look + 1)
             for k in range(i + 1, j):
-                if not common(words[k]) and words[k] not in _DETERMINERS:
+                if not common(words[k]) and words[k] not in DETERMINERS:
                     out.values.add(k)
                     out.names += 1
             return True
     return False
+
+
+_REACTING = frozenset("upvote downvote heart".split())
+# Words after which a description asks to search: "find the file *that* calls deprecated_api()".
+_WHO_WHICH = frozenset("that which who where whose mentioning containing with matching".split())
 
 
 # Verbs whose sense depends on the kind of thing they act on (the object's singular form).
@@ -288,7 +334,21 @@ _OBJECT_SENSES: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
        for thing in ("conversation", "discussion", "thread")},
     **{(verb, thing): (("unlock",),) for verb in ("reopen", "unfreeze", "resume")
        for thing in ("conversation", "discussion", "thread")},
+    # "bring back the hotfix branch someone deleted": a deleted branch or tag is created again (a
+    # ref), not restored (a package is).
+    **{(verb, thing): (("create",), ("ref", "reference")) for verb in ("bring", "restore", "recover", "undelete",
+                                                                      "resurrect", "recreate")
+       for thing in ("branch", "tag")},
+    # "clear the stale changes-requested on PR 61", "withdraw my approval": a submitted review is
+    # dismissed, not deleted.
+    **{(verb, thing): (("dismiss",), ("review",)) for verb in ("clear", "lift", "withdraw", "retract", "overrule")
+       for thing in ("review", "approval", "change", "block")},
 }
+
+
+# Words between a verb and its object that do not change what the object is: "all", the repository
+# it is in, a state ("the *stale* review", "the *old* cache").
+_OBJECT_SKIPPED = frozenset("all repo repository stale old outdated previous blocking existing current".split())
 
 
 def _object_sense(words: list[str], i: int) -> tuple[tuple[str, ...], ...] | None:
@@ -297,12 +357,17 @@ def _object_sense(words: list[str], i: int) -> tuple[tuple[str, ...], ...] | Non
     if not any(v == words[i] for v, _ in _OBJECT_SENSES):
         return None
     j = i + 1
-    while j < len(words) and (words[j] in _DETERMINERS or words[j] in ("all", "repo", "repository")):
+    while j < len(words) and (words[j] in DETERMINERS or words[j] in _OBJECT_SKIPPED or words[j] in _PARTICLES):
         j += 1
-    if j >= len(words):
-        return None
-    thing = words[j][:-1] if _plural(words[j]) else words[j]
-    return _OBJECT_SENSES.get((words[i], thing))
+    # The head noun may follow a modifier or two: "restore the *hotfix* branch", "lock the release branch".
+    for k in range(j, min(len(words), j + 3)):
+        if words[k] in PREPOSITIONS or words[k] in CLAUSE_END:
+            return None
+        thing = words[k][:-1] if plural(words[k]) else words[k]
+        sense = _OBJECT_SENSES.get((words[i], thing))
+        if sense:
+            return sense
+    return None
 
 
 def _split_phrasal(words: list[str], i: int,
@@ -314,15 +379,15 @@ def _split_phrasal(words: list[str], i: int,
     "off the team")."""
     for gap in (2, 3, 4):
         j = i + gap
-        if j >= len(words) or any(w in _PREPOSITIONS or w in _CLAUSE_END or w in _PARTICLES
+        if j >= len(words) or any(w in PREPOSITIONS or w in CLAUSE_END or w in _PARTICLES
                                   for w in words[i + 1:j]):
             return None
         if words[j] in _PARTICLES:
             alts = phrasal((words[i], words[j]))
             # "kick bob off the team" removes bob; only contiguous "kick off" starts something.
             if alts and (words[i], words[j]) != ("kick", "off") and (
-                    j + 1 == len(words) or words[j + 1] in _PREPOSITIONS or words[j + 1] in _CLAUSE_END
-                    or words[j + 1] in _DETERMINERS):
+                    j + 1 == len(words) or words[j + 1] in PREPOSITIONS or words[j + 1] in CLAUSE_END
+                    or words[j + 1] in DETERMINERS):
                 return alts, j
     return None
 
@@ -331,29 +396,22 @@ def _adjective(word: str, before: str, after: str) -> bool:
     """Whether "open"/"new" here describes a thing ("open PRs", "the new issues") rather than
     asks to create one ("open a ticket", "new repo called api")."""
     if word == "new":
-        return before in _READING or before in ("any", "the")
+        return before in READING or before in ("any", "the")
     if before in _STATE_BEFORE:
         return True
     # "open PRs for the repo": a plural after it is the things in that state.
-    return bool(after) and after not in _DETERMINERS and len(after) > 2 and after.endswith("s") \
+    return bool(after) and after not in DETERMINERS and len(after) > 2 and after.endswith("s") \
         and not after.endswith(("ss", "us", "is"))
-
-
-def _clause(words: list[str], start: int) -> range:
-    end = start
-    while end < len(words) and (end == start or words[end] not in _CLAUSE_END):
-        end += 1
-    return range(start, end)
 
 
 def _new_value(words: list[str], i: int, out: Senses) -> None:
     """The words after "to" in "set X to Y" (or "at" in "point X at Y") up to the clause's end are
     the new value: "set the default branch to develop", "rename the repo to new-name"."""
     for j in range(i + 1, min(len(words), i + 8)):
-        if words[j] in _CLAUSE_END:
+        if words[j] in CLAUSE_END:
             return
         if words[j] == "to" or (words[i] == "point" and words[j] == "at"):
-            out.values.update(_clause(words, j + 1))
+            out.values.update(clause(words, j + 1))
             return
 
 
@@ -362,7 +420,7 @@ def _complement(words: list[str], i: int, known: Callable[[str], bool], out: Sen
     "make carol *an admin* of the org" (the "of ..." phrase still says where). An object that is
     no word of the vocabulary is a name ("carol")."""
     j = i + 1
-    while j < len(words) and words[j] in _DETERMINERS:
+    while j < len(words) and words[j] in DETERMINERS:
         j += 1
     if j >= len(words):
         return
@@ -370,9 +428,9 @@ def _complement(words: list[str], i: int, known: Callable[[str], bool], out: Sen
         out.values.add(j)
         out.names += 1
     for k in range(j + 1, len(words)):
-        if words[k] in _PREPOSITIONS or words[k] in _CLAUSE_END:
+        if words[k] in PREPOSITIONS or words[k] in CLAUSE_END:
             return
-        if words[k] not in _DETERMINERS:
+        if words[k] not in DETERMINERS:
             out.values.add(k)
 
 
@@ -408,7 +466,3 @@ def _bases(word: str) -> list[str]:
     elif word.endswith("s"):
         forms.append(word[:-1])
     return forms
-
-
-def _plural(word: str) -> bool:
-    return len(word) > 2 and word.endswith("s") and not word.endswith(("ss", "us", "is"))

@@ -89,7 +89,8 @@ def test_capabilities_and_locators() -> None:
     # "what secrets can our workflows see": the seeing is a capability, not a request.
     assert "see" not in _said("what secrets can our workflows see in this repo")
     # "on the staging branch" says where (a value of the call), not what.
-    assert _said("read config/settings.yaml on the staging branch") == ["read"]
+    # (Since round 6 a query with no thing but values asks about what they are: the file, "(path)".)
+    assert _said("read config/settings.yaml on the staging branch") == ["read", "(path)"]
     assert "branch" not in _said("recent commits on the main branch")
     assert "branch" in _said("delete the feature branch")
 

@@ -131,7 +131,7 @@ def test_argument_values_are_not_searched_words() -> None:
     assert values.kinds == ["version", "domain", "user"]
     assert "big" not in values.words and "launch" not in values.words
     assert tokens("what's the SHA of deadbeef42", ordinary).kinds == ["sha"]
-    assert tokens("ticket #42", ordinary).kinds == ["one"]
+    assert tokens("ticket #42", ordinary).kinds == ["ticket", "one"]  # one item (round 6: an issue's or PR's)
     assert "jira" in tokens("link JIRA-123 references", ordinary).words  # a key, not an item number
 
 
