@@ -43,6 +43,7 @@ from gateway.discovery.labelled import (  # noqa: E402
     BLIND2,
     BLIND3,
     BLIND4,
+    BLIND5,
     DEV,
     FRESH,
     HELDOUT,
@@ -61,7 +62,7 @@ TARGET_INDEX_MB = 50.0
 # independent author's, merged separately) is listed with False, left out while its file is absent.
 SETS = tuple(s for s in (("main", TASKS, True), ("held-out", HELDOUT, True), ("dev", DEV, True),
                          ("fresh", FRESH, True), ("blind", BLIND, True), ("blind-2", BLIND2, True),
-                         ("blind-3", BLIND3, True), ("blind-4", BLIND4, True)) if s[1].exists())
+                         ("blind-3", BLIND3, True), ("blind-4", BLIND4, True), ("blind-5", BLIND5, False)) if s[1].exists())
 
 # Runs in a child process whose sys.path starts with a git export of another commit: that commit's
 # ranker and corpus mapping, this tree's task files. Prints {label: [recall@1, recall@5]}.

@@ -8,7 +8,10 @@ before the ranker's second round of work; it and ``FRESH`` were measured only in
 tuned on in the third (docs/discovery.md). ``BLIND2`` (118 tasks) was written by an independent
 author who saw neither the ranker nor its vocabulary; it was measurement only in round 3 and is
 tuned on since round 4. ``BLIND3``, by another independent author, was measurement only in round 4
-and is tuned on since round 5; ``BLIND4``, by a fourth independent author, is measurement only (round 5).
+and is tuned on since round 5; ``BLIND4``, by a fourth independent author, was measurement only in
+round 5 and is tuned on since round 6; ``BLIND5``, by a fifth, is measurement only (round 6). Its
+tasks carry ``by: person`` or ``by: model`` (who would type the query: a person in a chat, or an
+agent searching for a tool on someone's behalf).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import yaml
 from gateway.discovery.index import SearchIndex, ToolDoc
 from gateway.discovery.openapi import operation_docs
 
-__all__ = ["GITHUB_SPEC", "TASKS", "HELDOUT", "FRESH", "BLIND", "BLIND2", "BLIND3", "BLIND4", "DEV", "Corpus", "github_corpus", "load_tasks", "evaluate", "Recall"]
+__all__ = ["GITHUB_SPEC", "TASKS", "HELDOUT", "FRESH", "BLIND", "BLIND2", "BLIND3", "BLIND4", "BLIND5", "DEV", "Corpus", "github_corpus", "load_tasks", "evaluate", "Recall"]
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 GITHUB_SPEC = _DATA / "openapi" / "github-api.json.gz"
@@ -36,6 +39,7 @@ DEV = _DATA / "discovery" / "github-tasks-dev.yaml"
 BLIND2 = _DATA / "discovery" / "github-tasks-blind2.yaml"
 BLIND3 = _DATA / "discovery" / "github-tasks-blind3.yaml"
 BLIND4 = _DATA / "discovery" / "github-tasks-blind4.yaml"
+BLIND5 = _DATA / "discovery" / "github-tasks-blind5.yaml"
 
 
 @dataclass(frozen=True, slots=True)
