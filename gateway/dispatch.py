@@ -147,8 +147,10 @@ async def _call_tool(d: Dispatcher, ctx: CallContext) -> dict[str, Any]:
             if d.tasks is None:
                 raise InternalError(f"connector {entry.connector.name} answered with a task; tasks are not served")
             result = d.tasks.seal_result(entry.connector.name, ctx, result)
-    except RequestTimeout as exc:  # the connector's own clock: the same shape as the deadline's
-        failure = ToolExecutionError.timed_out(exc.message)
+    except RequestTimeout as exc:
+        # The connector's own clock ran out before the deadline's (TimeoutFilter): they race, so the
+        # client gets the same shape and the same words ("timed out") whichever wins.
+        failure = ToolExecutionError.timed_out(f"{ctx.method} {ctx.target} timed out: {exc.message}")
         record.backend_status, record.outcome = failure.status, "timeout"
         return failure.to_result()
     except ToolExecutionError as exc:

@@ -229,3 +229,21 @@ async def test_an_older_client_without_the_capability_gets_an_error_not_a_hang(g
     session, _ = await _ready(gateway)
     reply = await asyncio.wait_for(session.handle_request(_req("b", "tools/call", {"name": "kit_ask"})), 5)
     assert reply is not None and ("error" in reply or reply["result"].get("isError"))
+
+
+async def test_a_tool_timeout_on_the_connectors_own_clock_reads_like_the_deadlines(
+        gateway: Gateway, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deterministic half of tests/connectors/mcp/test_outage.py's race: the connector's clock
+    runs out before the request deadline (the MCP connector then raises ``RequestTimeout``): the
+    client sees what the deadline's ``TimeoutFilter`` answers, an ``isError`` result saying it timed
+    out, not a differently worded failure."""
+    async def times_out(name: str, arguments: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        raise RequestTimeout("upstream kit did not answer tools/call within 0.3s")
+
+    monkeypatch.setattr(gateway.connectors["kit"], "call_tool", times_out)
+    session, _ = await _ready(gateway)
+    reply = await asyncio.wait_for(session.handle_request(_req(1, "tools/call", {"name": "kit_echo_000"})), 5)
+    assert reply is not None and "error" not in reply
+    [content] = reply["result"]["content"]
+    assert reply["result"]["isError"] is True and "timed out" in content["text"], reply
+    assert "upstream kit did not answer tools/call within 0.3s" in content["text"]  # the connector's detail kept

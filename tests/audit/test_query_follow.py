@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,21 @@ async def audit_store(kind: str, tmp_path: Path, pg_url: str) -> AsyncIterator[t
             yield store, cfg
         finally:
             await store.close()
+
+
+@contextmanager
+def _ctrl_c_as_from_a_terminal() -> Iterator[None]:
+    """Children spawned inside see SIGINT at its default, as from an operator's terminal.
+
+    A child inherits an ignored SIGINT: a test run started in the background of a shell without
+    job control (``cmd &`` in a script) ignores it, and Python then installs no KeyboardInterrupt
+    handler, so the follower would ignore the Ctrl-C the test sends and run to ``--follow-for``.
+    A handled signal is reset to its default at exec: the parent handles it while spawning."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _at(i: int, minutes_ago: float, **fields: Any) -> dict[str, Any]:
@@ -91,10 +106,11 @@ async def _lines(stream: asyncio.StreamReader, n: int) -> list[dict[str, Any]]:
 async def test_follow_prints_each_new_row_once_also_late_commits(kind: str, tmp_path: Path, pg_url: str) -> None:
     async with audit_store(kind, tmp_path, pg_url) as (store, cfg):
         await store.write([_at(i, 10 - i) for i in range(5)])
-        proc = await asyncio.create_subprocess_exec(
-            CLI, "audit", "query", "--config", str(cfg), "--json", "--limit", "3", "--follow",
-            "--interval", "0.1", "--follow-for", "30", "--outcome", "ok",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        with _ctrl_c_as_from_a_terminal():
+            proc = await asyncio.create_subprocess_exec(
+                CLI, "audit", "query", "--config", str(cfg), "--json", "--limit", "3", "--follow",
+                "--interval", "0.1", "--follow-for", "30", "--outcome", "ok",
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         assert proc.stdout is not None
         try:
             # Like tail -f: the newest three, oldest of them first.
