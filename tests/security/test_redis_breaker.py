@@ -144,7 +144,9 @@ async def test_a_silent_redis_costs_three_timeouts_then_nothing(mode: str) -> No
             # The first three each waited for Redis, bounded by the timeout (x2 for a whole decision),
             # then the breaker opened: no more waiting and no more connections.
             assert all(0.04 <= seconds <= 0.3 for seconds, _ in calls[:3]), calls[:3]
-            assert all(seconds < 0.02 for seconds, _ in calls[3:]), max(s for s, _ in calls[3:])
+            # An open breaker answers without waiting: under the 0.04 s a wait for Redis takes at least
+            # (with room for a busy 2-core machine to stall the process between two calls).
+            assert all(seconds < 0.035 for seconds, _ in calls[3:]), max(s for s, _ in calls[3:])
             assert sum(seconds for seconds, _ in calls) < 1.0  # was ~1 s per call
             assert all(allowed is (mode == "open") for _, allowed in calls)
             assert connections_when_open == 3 and flt.breaker is not None and flt.breaker.state == "open"
@@ -155,7 +157,7 @@ async def test_a_silent_redis_costs_three_timeouts_then_nothing(mode: str) -> No
             # After the cool-down exactly one call probes (and waits); it fails, the breaker re-opens.
             await asyncio.sleep(0.55)
             probe, *rest = [await _timed_call(flt) for _ in range(10)]
-            assert 0.04 <= probe[0] <= 0.3 and all(seconds < 0.02 for seconds, _ in rest)
+            assert 0.04 <= probe[0] <= 0.3 and all(seconds < 0.035 for seconds, _ in rest)
             assert silent.accepted == connections_when_open + 1
             assert flt.breaker.state == "open"
             assert _trips() - trips == 2  # the failed probe opened it again
