@@ -11,10 +11,10 @@ Reports, against the issue's targets:
   are both printed, with the load average: on a shared machine wall time includes waiting for a
   core; CPU time is the work one query costs. The target is judged on CPU time;
 * recall@1/@5 over the GitHub catalog on every labelled set side by side: the sets the ranker was
-  tuned on (main, held-out, dev, fresh, blind, blind-2, blind-3, blind-4) and a measurement-only one
-  it never is (when merged; each round's), so the gap between tuned and new wording stays in view. With ``--baseline REF`` the same sets are also ranked by the
-  ranker of git commit REF (exported to a temporary directory and run in a child process), for a
-  before/after table: ``--baseline 4443759`` is the ranker before the blind set was written;
+  tuned on (main, held-out, dev, fresh, blind, blind-2, blind-3, blind-4) and the measurement-only
+  one it never is (blind-5, when merged), so the gap between tuned and new wording stays in view.
+  With ``--baseline REF`` the same sets are also ranked by the ranker of git commit REF (exported
+  to a temporary directory and run in a child process), for a before/after table: ``--baseline 4443759`` is the ranker before the blind set was written;
 * the size of ``tools/list`` for the whole GitHub catalog vs a ``discovery: search`` endpoint
   (bytes of JSON and an estimate of tokens at 4 characters a token: no tokenizer ships offline).
 

@@ -28,7 +28,6 @@ import asyncio
 import hashlib
 import os
 import shutil
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,14 +71,12 @@ def problems(config: GatewayConfig) -> list[Problem]:
     return policy_problems(config) + connector_problems(config) + endpoint_problems(config)
 
 
-def endpoint_problems(config: GatewayConfig, env: Mapping[str, str] | None = None) -> list[Problem]:
+def endpoint_problems(config: GatewayConfig) -> list[Problem]:
     """What the ``endpoints:`` section gets wrong without the catalog: a rule naming a connector
     that is not configured; a ``search.embeddings.api_key_env`` naming a variable that is not set
-    in ``env`` (the process environment by default), which ``serve`` would answer by ranking that
-    endpoint lexically alone. (A rule matching nothing, a rename colliding or naming nothing served
+    (or empty) here, which ``serve`` would answer by ranking that endpoint lexically alone. (A rule matching nothing, a rename colliding or naming nothing served
     need the live catalog: ``validate --deep`` and ``list --endpoint`` report them, from the
     endpoint's :attr:`~gateway.endpoints.view.EndpointView.selection`.)"""
-    variables = os.environ if env is None else env
     names = {c.name for c in config.connectors}
     out: list[Problem] = []
     for i, endpoint in enumerate(config.endpoints):
@@ -88,7 +85,7 @@ def endpoint_problems(config: GatewayConfig, env: Mapping[str, str] | None = Non
                 out.append(Problem(("endpoints", i, "select", j, "connector"),
                                    f"no connector is named {rule.connector!r}"))
         embeddings = endpoint.search.embeddings if endpoint.search is not None else None
-        if embeddings is not None and embeddings.api_key_env and not variables.get(embeddings.api_key_env):
+        if embeddings is not None and embeddings.api_key_env and not os.environ.get(embeddings.api_key_env):
             out.append(Problem(("endpoints", i, "search", "embeddings", "api_key_env"),
                                f"the environment variable {embeddings.api_key_env} is not set (or empty): this "
                                "endpoint would rank lexically alone"))
