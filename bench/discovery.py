@@ -14,7 +14,8 @@ Reports, against the issue's targets:
   tuned on (main, held-out, dev, fresh, blind, blind-2, blind-3, blind-4) and the measurement-only
   one it never is (blind-5, when merged), so the gap between tuned and new wording stays in view.
   With ``--baseline REF`` the same sets are also ranked by the ranker of git commit REF (exported
-  to a temporary directory and run in a child process), for a before/after table: ``--baseline 4443759`` is the ranker before the blind set was written;
+  to a temporary directory and run in a child process), for a before/after table:
+  ``--baseline 4443759`` is the ranker before the blind set was written;
 * the size of ``tools/list`` for the whole GitHub catalog vs a ``discovery: search`` endpoint
   (bytes of JSON and an estimate of tokens at 4 characters a token: no tokenizer ships offline).
 
