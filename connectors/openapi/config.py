@@ -125,6 +125,9 @@ class OpenAPIConfig(ConnectorConfig):
     refresh_s: float | None = Field(None, gt=0)
     spec_timeout_s: float = Field(30.0, gt=0)
     max_spec_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    # Each tool's inputSchema and outputSchema, serialised, at most this many bytes: larger ones
+    # are loosened (deep $defs, then deep inline levels, become "any"; budget.py), never narrowed.
+    max_schema_bytes: int = Field(64 * 1024, ge=1024)
     request_timeout_s: float = Field(30.0, gt=0)
     max_response_bytes: int = Field(4 * 1024 * 1024, ge=1024)
     retries: int = Field(2, ge=0, le=10)  # idempotent methods only

@@ -8,7 +8,8 @@ operation, each carrying the wire ``Tool`` definition and where every argument g
 * **inputSchema** is one object: path, query, header and cookie parameters, then the request body
   (an object body is flattened into its properties; anything else is one ``body`` argument). An
   argument name already taken is renamed ``<location>_<name>`` and its wire name is kept in
-  :class:`Arg`. Schemas go through :class:`refs.SchemaConverter`: valid 2020-12 with ``$defs``.
+  :class:`Arg`. Schemas go through :class:`refs.SchemaConverter`: valid 2020-12 with ``$defs``;
+  one over ``max_schema_bytes`` is loosened to fit (:mod:`budget`), ``outputSchema`` likewise.
 * **Selection**: an operation is kept when it matches every criterion given under ``include``
   (tags, path globs, methods, operationIds; any value within one criterion) and no criterion under
   ``exclude``. ``routes`` turn GET operations into resource templates.
@@ -24,6 +25,7 @@ from typing import Any
 
 from gateway.protocol.names import sanitize
 
+from .budget import Measures, fit
 from .config import OpenAPIConfig, RouteRule, Selection
 from .refs import UNPORTABLE_NOTE, PointerError, SchemaConverter, escape_pointer
 
@@ -69,6 +71,7 @@ class Operation:
     # Declares an Authorization header parameter (ignored as an argument, answered with credentials).
     wants_authorization: bool = False
     by_arg: dict[str, Arg] = field(default_factory=dict, compare=False)
+    loosened: bool = False  # a schema was over max_schema_bytes (budget.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,7 +348,7 @@ def _output_schema(conv: SchemaConverter, op: dict[str, Any], where: str) -> dic
 
 
 def _one(conv: SchemaConverter, cfg: OpenAPIConfig, path: str, method: str, item: dict[str, Any],
-         op: dict[str, Any], name: str) -> Operation:
+         op: dict[str, Any], name: str, measures: Measures) -> Operation:
     where = f"#/paths/{escape_pointer(path)}/{method}"
     b = _Builder()
     params = _merged_params(conv, item, op, where)
@@ -371,10 +374,13 @@ def _one(conv: SchemaConverter, cfg: OpenAPIConfig, path: str, method: str, item
     desc = _description(op, item, override.description if override else None)
     if desc:
         definition["description"] = desc
-    definition["inputSchema"] = schema
-    out = _output_schema(conv, op, where)
+    # Loosened to the budget (budget.py): valid arguments and responses stay valid.
+    definition["inputSchema"] = fit(schema, cfg.max_schema_bytes, measures) or schema
+    full = _output_schema(conv, op, where)
+    out = fit(full, cfg.max_schema_bytes, measures) if full is not None else None
     if out is not None:
         definition["outputSchema"] = out
+    loosened = definition["inputSchema"] is not schema or out is not full
     definition["annotations"] = _annotations(upper, title)
     if override and override.annotations is not None:
         definition["annotations"].update(override.annotations.model_dump(exclude_none=True))
@@ -383,7 +389,7 @@ def _one(conv: SchemaConverter, cfg: OpenAPIConfig, path: str, method: str, item
         name=name, method=upper, path=path, operation_id=op.get("operationId"), pointer=where,
         args=tuple(b.args), body_media=body_media, body_required=body_required, security=_security(op.get("security")),
         servers=tuple(s for s in servers if isinstance(s, dict)), route=_route(cfg.routes, path, method),
-        definition=definition, idempotent=upper in _IDEMPOTENT,
+        definition=definition, idempotent=upper in _IDEMPOTENT, loosened=loosened,
         wants_authorization=any(p.get("in") == "header" and str(p.get("name", "")).lower() == "authorization"
                                 for p in params),
         by_arg={a.arg: a for a in b.args},
@@ -406,6 +412,7 @@ def unknown_operations(doc: dict[str, Any], cfg: OpenAPIConfig) -> list[tuple[tu
 def map_spec(doc: dict[str, Any], version: str, cfg: OpenAPIConfig, source: str = "spec") -> MappedSpec:
     """Map every selected operation. Raises ``PointerError`` naming the broken ``$ref``."""
     conv = SchemaConverter(doc, version)
+    measures = Measures()  # of the $defs entries, for the schema budget
     ops: list[Operation] = []
     taken: set[str] = set()
     warnings = [f"{'.'.join(str(p) for p in where[:2])}: the spec has no operation with operationId {name!r}"
@@ -424,9 +431,13 @@ def map_spec(doc: dict[str, Any], version: str, cfg: OpenAPIConfig, source: str 
             n += 1
         taken.add(name)
         try:
-            ops.append(_one(conv, cfg, path, method, item, op, name))
+            ops.append(_one(conv, cfg, path, method, item, op, name, measures))
         except PointerError as exc:
             raise PointerError(exc.ref, exc.where or f"#/paths/{escape_pointer(path)}/{method}") from None
+    loosened = [op.name for op in ops if op.loosened]
+    if loosened:
+        warnings.append(f"{len(loosened)} tools have schemas over max_schema_bytes ({cfg.max_schema_bytes}), "
+                        f"loosened to fit (e.g. {', '.join(loosened[:3])}); raise the limit to publish them whole")
     schemes = ((doc.get("components") or {}).get("securitySchemes") or {})
     resolved = {k: conv.deref(v) for k, v in schemes.items()} if isinstance(schemes, dict) else {}
     servers = tuple(s for s in doc.get("servers") or () if isinstance(s, dict))
