@@ -56,7 +56,6 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench import swagger2  # noqa: E402
 from gateway.discovery.catalog_search import CatalogSearch  # noqa: E402
 
 DATA = REPO / "tests" / "data"
@@ -98,18 +97,10 @@ endpoints:
 
 
 def spec_files(catalogs: Iterable[Catalog], tmp: Path) -> dict[str, Path]:
-    """The file each connector loads: the spec as published, or for a Swagger 2.0 document (which
-    the connector refuses) its OpenAPI 3 conversion (:mod:`bench.swagger2`) written to *tmp*."""
-    out = {}
-    for c in catalogs:
-        path = DATA / "openapi" / c.spec
-        with gzip.open(path) as f:
-            doc = json.load(f)
-        if swagger2.is_swagger2(doc):
-            path = tmp / f"{c.name}.oas3.json"
-            path.write_text(json.dumps(swagger2.convert(doc)))
-        out[c.name] = path
-    return out
+    """The file each connector loads: the spec as published (Swagger 2.0 ones too: the connector
+    converts them, connectors/openapi/swagger2.py). ``tmp`` is unused, kept for the callers."""
+    del tmp
+    return {c.name: DATA / "openapi" / c.spec for c in catalogs}
 
 
 def config_text(catalogs: Iterable[Catalog], files: Mapping[str, Path], discovery: str = "search") -> str:

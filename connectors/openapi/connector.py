@@ -58,7 +58,7 @@ from gateway.protocol.errors import (
     map_exceptions,
 )
 
-from . import loader
+from . import loader, swagger2
 from .auth import Authenticator
 from .config import OpenAPIConfig
 from .mapping import MappedSpec, Operation, map_spec, uri_template_for
@@ -297,6 +297,8 @@ class OpenAPIConnector(Connector):
         doc = loader.parse_document(raw, self._source)
         version = loader.check_version(doc, self._source)
         doc = await loader.bundle(doc, raw, self._source, self._fetch_url)
+        if version == "2.0":
+            doc, version = swagger2.convert(doc), swagger2.VERSION
         old = self._state
         self._state = self._build_doc(doc, version)
         for warning in self._state.mapped.warnings:

@@ -74,10 +74,15 @@ def parse_document(data: bytes, source: str) -> dict[str, Any]:
 
 
 def check_version(doc: dict[str, Any], source: str) -> str:
-    """The ``openapi`` version (3.0.x or 3.1.x) or a clear error."""
+    """The document's version: ``openapi`` (3.0.x or 3.1.x), or ``"2.0"`` for a Swagger 2.0
+    document (converted by :mod:`swagger2` once bundled), or a clear error."""
     if "swagger" in doc:
-        raise SpecError(f"Swagger {doc.get('swagger')} is not supported: convert the spec to OpenAPI 3 "
-                        "(for example with swagger2openapi)", source + "#/swagger")
+        if str(doc.get("swagger")) != "2.0":
+            raise SpecError(f"Swagger {doc.get('swagger')!r} is not supported (2.0, 3.0.x and 3.1.x are)",
+                            source + "#/swagger")
+        if not isinstance(doc.get("paths", {}), dict):
+            raise SpecError("paths must be a mapping", source + "#/paths")
+        return "2.0"
     version = doc.get("openapi")
     if not isinstance(version, str) or not re.match(r"^3\.[01]\.\d+", version):
         raise SpecError(f"unsupported OpenAPI version {version!r} (expected 3.0.x or 3.1.x)", source + "#/openapi")

@@ -132,8 +132,8 @@ async def test_yaml_external_refs_and_broken_refs(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as err:
         await make(tmp_path / "bad.json").start(RecordingEvents())
     assert "#/components/parameters/missing" in str(err.value) and "/paths/~1x/get" in str(err.value)
-    (tmp_path / "old.json").write_text(json.dumps({"swagger": "2.0", "paths": {}}))
-    with pytest.raises(SpecError, match="Swagger 2.0"):
+    (tmp_path / "old.json").write_text(json.dumps({"swagger": "1.2", "paths": {}}))
+    with pytest.raises(SpecError, match="Swagger '1.2' is not supported"):
         await make(tmp_path / "old.json").start(RecordingEvents())
 
 

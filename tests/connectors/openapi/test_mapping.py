@@ -148,9 +148,10 @@ def test_composition_recursion_and_nullable_are_kept() -> None:
     assert not v.is_valid({"body": {"kind": "cat", "age": 0}})
 
 
-def test_swagger_2_is_refused_with_its_version() -> None:
-    with pytest.raises(SpecError, match="Swagger 2.0 is not supported"):
-        check_version({"swagger": "2.0", "paths": {}}, "old.json")
+def test_swagger_1_is_refused_with_its_version() -> None:
+    with pytest.raises(SpecError, match=r"Swagger '1.2' is not supported \(2.0, 3.0.x and 3.1.x are\)"):
+        check_version({"swagger": "1.2", "paths": {}}, "old.json")
+    assert check_version({"swagger": "2.0", "paths": {}}, "two.json") == "2.0"  # converted once bundled
     with pytest.raises(SpecError, match="unsupported OpenAPI version '4.0.0'"):
         check_version({"openapi": "4.0.0"}, "new.json")
 
