@@ -12,7 +12,9 @@ transports the :class:`~gateway.transports.host.SessionFactory` protocol, connec
 :class:`~connectors.base.ConnectorEvents` and :class:`~connectors.instrumentation.Instrumentation`.
 
 A connector that fails to start is recorded in :attr:`Gateway.failed` and left out of the
-catalog; it never stops the gateway. Name collisions at start-up do (they are config errors).
+catalog; it never stops the gateway. Nor do name collisions, unless ``gateway.names.on_collision``
+is ``error``: the first connector keeps the name, the rest is reported (log, readiness detail
+``collisions``, ``/status``).
 """
 
 from __future__ import annotations
@@ -162,7 +164,7 @@ class Gateway:
                 log.warning("config %s: %s", where, problem.message)
         self.connectors = await self._start_connectors(self.config)
         try:
-            self._install_catalog(strict=True)
+            self._install_catalog(strict=self._strict_names)
             if serving:
                 await self._install_filters(authenticator)
                 await self._start_metrics()
@@ -211,6 +213,11 @@ class Gateway:
                 log.error("connector %s is down after start: %s (it keeps retrying)", connector.name,
                           health.detail or "no detail")
         return started
+
+    @property
+    def _strict_names(self) -> bool:
+        """``gateway.names.on_collision: error``: a collision refuses the config (start, reload)."""
+        return self.config.gateway.names.on_collision == "error"
 
     def _install_catalog(self, strict: bool) -> set[str]:
         ordered = [(self.connectors[c.name], c.public_prefix) for c in self.config.connectors if c.name in self.connectors]
@@ -297,7 +304,7 @@ class Gateway:
         self.config = new
         self.connectors = {**{n: previous[n] for n in kept}, **started}
         try:
-            changed = self._install_catalog(strict=True)
+            changed = self._install_catalog(strict=self._strict_names)
         except ConfigError:
             for connector in started.values():
                 await connector.stop()
@@ -565,6 +572,8 @@ class Gateway:
                 connectors[cfg.name] = {"up": h.up, "detail": h.detail} if h.detail else {"up": h.up}
         out: dict[str, Any] = {"ready": self.ready and not self.draining, "draining": self.draining,
                                "sessions": len(self.sessions), "connectors": connectors}
+        if self.catalog.collisions:  # names left out (gateway.names.on_collision: keep_first)
+            out["collisions"] = list(self.catalog.collisions)
         if self.state.shared:  # which replica answers, and how much it asked of the shared store
             out["state"] = {"replica": self.state.replica, "store_ops": self.state.ops}
         for flt in self.filters:

@@ -37,6 +37,7 @@ __all__ = [
     "Model",
     "HttpConfig",
     "ServerRequestLimits",
+    "NamesConfig",
     "GatewaySection",
     "ConnectorConfig",
     "ApiKeyConfig",
@@ -105,6 +106,16 @@ class ServerRequestLimits(Model):
     burst: int = Field(20, ge=1)  # the bucket's size
 
 
+class NamesConfig(Model):
+    """What a public-name collision does (two connectors serving one tool or prompt name).
+    ``keep_first`` (the default): the connector first in config order keeps the name, the others'
+    are left out and reported (log, ``/readyz?verbose=1``, ``/status``), at start-up as at run
+    time, so an upstream that lists a clashing tool cannot keep the gateway from starting.
+    ``error``: a collision at start-up or on a reload refuses the config (exit 2 at start-up)."""
+
+    on_collision: Literal["keep_first", "error"] = "keep_first"
+
+
 class GatewaySection(Model):
     name: str = "mcp-gateway"
     version: str = "0.1.0"
@@ -124,6 +135,7 @@ class GatewaySection(Model):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     server_requests: ServerRequestLimits = ServerRequestLimits()
+    names: NamesConfig = NamesConfig()
 
 
 class ApiKeyConfig(Model):
