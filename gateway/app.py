@@ -36,7 +36,7 @@ from connectors.registry import connector_class
 from gateway.auth import Authenticator
 from gateway.catalog import LIST_CHANGED, Catalog
 from gateway.checks import policy_problems
-from gateway.config import AuthConfig, GatewayConfig, ServerRequestLimits, locate
+from gateway.config import AuthConfig, GatewayConfig, RelayLimits, ServerRequestLimits, locate
 from gateway.context import CallContext, LocalHandler, Principal
 from gateway.dispatch import MODERN_CATALOG_METHODS, CacheHints, Dispatcher
 from gateway.endpoints.host import EndpointHost, Endpoints
@@ -164,7 +164,7 @@ class Gateway:
                 log.warning("config %s: %s", where, problem.message)
         self.connectors = await self._start_connectors(self.config)
         try:
-            self._install_catalog(strict=self._strict_names)
+            self._install_catalog()
             if serving:
                 await self._install_filters(authenticator)
                 await self._start_metrics()
@@ -214,12 +214,10 @@ class Gateway:
                           health.detail or "no detail")
         return started
 
-    @property
-    def _strict_names(self) -> bool:
-        """``gateway.names.on_collision: error``: a collision refuses the config (start, reload)."""
-        return self.config.gateway.names.on_collision == "error"
-
-    def _install_catalog(self, strict: bool) -> set[str]:
+    def _install_catalog(self, strict: bool | None = None) -> set[str]:
+        """``strict`` (None: ``gateway.names.on_collision: error``): a collision raises ConfigError."""
+        if strict is None:
+            strict = self.config.gateway.names.on_collision == "error"
         ordered = [(self.connectors[c.name], c.public_prefix) for c in self.config.connectors if c.name in self.connectors]
         self.catalog.set_connectors(ordered)
         changed = self.catalog.rebuild(strict=strict)
@@ -304,7 +302,7 @@ class Gateway:
         self.config = new
         self.connectors = {**{n: previous[n] for n in kept}, **started}
         try:
-            changed = self._install_catalog(strict=self._strict_names)
+            changed = self._install_catalog()
         except ConfigError:
             for connector in started.values():
                 await connector.stop()
@@ -434,6 +432,10 @@ class Gateway:
     @property
     def server_request_limits(self) -> ServerRequestLimits:
         return self.config.gateway.server_requests
+
+    @property
+    def relay_limits(self) -> RelayLimits:
+        return self.config.gateway.relayed_notifications
 
     def capabilities(self) -> dict[str, Any]:
         return self.catalog.capabilities()

@@ -38,6 +38,7 @@ __all__ = [
     "HttpConfig",
     "ServerRequestLimits",
     "NamesConfig",
+    "RelayLimits",
     "GatewaySection",
     "ConnectorConfig",
     "ApiKeyConfig",
@@ -106,6 +107,19 @@ class ServerRequestLimits(Model):
     burst: int = Field(20, ge=1)  # the bucket's size
 
 
+class RelayLimits(Model):
+    """Notifications an upstream sends about one call (``notifications/message``,
+    ``notifications/progress``) on their way to the caller, per call: a bucket of messages
+    (``per_s``, ``burst``) and one of bytes (``bytes_per_s``, ``bytes_burst``; a message costs its
+    encoded size). What does not fit is dropped and counted
+    (``mcp_gateway_relayed_notifications_dropped_total``); the caller is told once per call."""
+
+    per_s: float = Field(20.0, gt=0)
+    burst: int = Field(100, ge=1)
+    bytes_per_s: float = Field(65536.0, gt=0)
+    bytes_burst: int = Field(1_048_576, ge=1)
+
+
 class NamesConfig(Model):
     """What a public-name collision does (two connectors serving one tool or prompt name).
     ``keep_first`` (the default): the connector first in config order keeps the name, the others'
@@ -136,6 +150,7 @@ class GatewaySection(Model):
     log_format: Literal["json", "text"] = "json"
     server_requests: ServerRequestLimits = ServerRequestLimits()
     names: NamesConfig = NamesConfig()
+    relayed_notifications: RelayLimits = RelayLimits()
 
 
 class ApiKeyConfig(Model):

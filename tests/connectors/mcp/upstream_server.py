@@ -129,6 +129,18 @@ def build(args: argparse.Namespace) -> MCPServer[Any]:
         return text
 
     @mcp.tool()
+    async def chatter(ctx: Context, seconds: float = 2.0, size: int = 1000) -> str:
+        """Send log messages of `size` characters (and progress, when asked) as fast as it can for
+        `seconds`; answer how many it sent."""
+        loop = asyncio.get_running_loop()
+        end, sent, line = loop.time() + seconds, 0, "x" * size
+        while loop.time() < end:
+            await ctx.info(f"{sent} {line}")
+            await ctx.report_progress(sent)
+            sent += 1
+        return str(sent)
+
+    @mcp.tool()
     async def hang(ctx: Context, seconds: float = 30.0, tag: str = "hang") -> str:
         """Log "hanging", then sleep; a cancellation is recorded (as `tag`) and reported by `cancelled`."""
         await ctx.info("hanging")
