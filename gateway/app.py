@@ -12,9 +12,8 @@ transports the :class:`~gateway.transports.host.SessionFactory` protocol, connec
 :class:`~connectors.base.ConnectorEvents` and :class:`~connectors.instrumentation.Instrumentation`.
 
 A connector that fails to start is recorded in :attr:`Gateway.failed` and left out of the
-catalog; it never stops the gateway. Nor do name collisions, unless ``gateway.names.on_collision``
-is ``error``: the first connector keeps the name, the rest is reported (log, readiness detail
-``collisions``, ``/status``).
+catalog; it never stops the gateway. Nor does a name collision (the first connector keeps the name,
+the rest is reported), unless ``gateway.names.on_collision`` is ``error``.
 """
 
 from __future__ import annotations
@@ -52,6 +51,7 @@ from gateway.protocol.cursors import CursorCodec
 from gateway.protocol.errors import ConfigError, InvalidParams, ProtocolError
 from gateway.protocol.request_state import RequestStateCodec
 from gateway.protocol.versions import MODERN_VERSIONS
+from gateway.relay_gate import RelayGate, admit_broadcast
 from gateway.session import Send, Session
 from gateway.state import StateStore, make_store
 from gateway.state.bus import Bus
@@ -84,11 +84,12 @@ class Identity:
 class _ConnectorEvents:
     """The ConnectorEvents a connector is started with: forwards to its gateway."""
 
-    __slots__ = ("gateway", "name")
+    __slots__ = ("gateway", "name", "_relay")
 
     def __init__(self, gateway: Gateway, name: str) -> None:
         self.gateway = gateway
         self.name = name
+        self._relay = RelayGate(lambda: gateway.relay_limits)  # its log messages of no call, to all
 
     def components_changed(self) -> None:
         self.gateway.schedule_rebuild()
@@ -98,7 +99,8 @@ class _ConnectorEvents:
 
     def log(self, level: str, data: Any, logger: str | None = None) -> None:
         params: dict[str, Any] = {"level": level, "data": data, "logger": logger or self.name}
-        self.gateway.broadcast("notifications/message", params)
+        if admit_broadcast(self._relay, self.name, params):
+            self.gateway.broadcast("notifications/message", params)
 
     def health_changed(self, health: Health) -> None:
         log.log(logging.INFO if health.up else logging.WARNING, "connector %s is %s%s", self.name,
@@ -216,8 +218,7 @@ class Gateway:
 
     def _install_catalog(self, strict: bool | None = None) -> set[str]:
         """``strict`` (None: ``gateway.names.on_collision: error``): a collision raises ConfigError."""
-        if strict is None:
-            strict = self.config.gateway.names.on_collision == "error"
+        strict = self.config.gateway.names.on_collision == "error" if strict is None else strict
         ordered = [(self.connectors[c.name], c.public_prefix) for c in self.config.connectors if c.name in self.connectors]
         self.catalog.set_connectors(ordered)
         changed = self.catalog.rebuild(strict=strict)

@@ -7,11 +7,14 @@ against a :class:`~gateway.policy.RelayBudget` built from ``gateway.relayed_noti
 first use: what does not fit is dropped and counted (``relayed_notifications_dropped_total``,
 and its bytes), and the first drop of a call brings the caller one ``notifications/message``
 (level ``warning``, logger ``mcp-gateway``) saying so. Notifications that belong to no call in
-flight (a broadcast, a late one) are not this gate's business.
+flight (a late one) pass; a connector's log messages that belong to no call, which go to every
+session, pass :func:`admit_broadcast` first: the same caps per connector, and one warning in the
+gateway's log instead of a notice.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -21,7 +24,9 @@ from gateway.policy import RelayBudget, Verdict
 from gateway.protocol import jsonrpc
 from gateway.telemetry import metrics
 
-__all__ = ["RelayGate", "RELAYED", "NOTICE_LOGGER"]
+__all__ = ["RelayGate", "RELAYED", "NOTICE_LOGGER", "admit_broadcast"]
+
+log = logging.getLogger("gateway.relay")
 
 RELAYED = frozenset({"notifications/message", "notifications/progress"})
 NOTICE_LOGGER = "mcp-gateway"
@@ -59,3 +64,13 @@ class RelayGate:
     def call_ended(self, call: Hashable) -> None:
         if self._budget is not None:
             self._budget.call_ended(call)
+
+
+def admit_broadcast(gate: RelayGate, connector: str, params: dict[str, Any]) -> bool:
+    """Whether a log message of ``connector`` that belongs to no call may go to every session
+    (``gate``: the connector's own, keyed by its name)."""
+    relay, notice = gate.check("notifications/message", params, connector)
+    if notice is not None:
+        log.warning("connector %s sends more log messages than gateway.relayed_notifications allows: "
+                    "dropping the excess (counted in relayed_notifications_dropped_total)", connector)
+    return relay

@@ -7,9 +7,11 @@ calls keep being answered promptly meanwhile."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import time
 
+import pytest
 from mcp import types
 
 from gateway.relay_gate import NOTICE_LOGGER
@@ -26,6 +28,8 @@ connectors:
   - {{name: up, type: mcp, command: {sys.executable}, args: ["{SERVER}", "--transport", "stdio"]}}
   - {{name: fz, type: static, prompts: [{{name: hello, messages: [{{text: hi}}]}}]}}
 """
+# A 2026-07-28 upstream has no session to log on outside a request: speak the legacy era to it.
+LEGACY = CONFIG.replace('"--transport", "stdio"]}', '"--transport", "stdio"], protocol: legacy}')
 
 
 def _dropped(method: str) -> float:
@@ -74,3 +78,33 @@ async def test_a_chattering_tool_reaches_its_caller_capped_and_slows_no_one_else
     print(f"sent {sent}, relayed {len(upstream)} logs and {len(progress)} progress; other session: "
           f"{answered} answered, slowest {slowest * 1000:.0f} ms")
     assert answered >= 3 and slowest < 2.0, (answered, slowest)
+
+
+async def test_log_messages_of_no_call_are_capped_per_connector_before_reaching_every_session(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """An upstream logging outside any call: what the gateway would send to every session."""
+    caplog.set_level(logging.WARNING, "gateway.relay")
+    seen: dict[str, list[str]] = {"a": [], "b": []}
+
+    def collector(name: str):  # noqa: ANN202 - the SDK's logging callback
+        async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+            seen[name].append(str(params.data))
+        return on_log
+
+    before = _dropped("notifications/message")
+    assert LEGACY != CONFIG
+    async with running_gateway(LEGACY) as gw, \
+            sdk_client("streamable_http", url=gw.url, logging_callback=collector("a")) as a, \
+            sdk_client("streamable_http", url=gw.url, logging_callback=collector("b")) as b:
+        result = await a.call_tool("up_chatter_later", {"seconds": 1.5})
+        assert result.content[0].text == "chattering"  # type: ignore[union-attr]
+        # The upstream logs for 1.5 s; meanwhile both sessions are served, and then the drops show.
+        async with asyncio.timeout(20):
+            while _dropped("notifications/message") - before < 5 * BURST:
+                assert (await b.get_prompt("fz_hello")).messages
+    counts = {k: len(v) for k, v in seen.items()}
+    assert 0 < counts["b"] <= BURST, counts
+    # The caller's first few may still be relayed as its call's (the call's own bucket, and notice).
+    assert 0 < counts["a"] <= 2 * BURST + 1, counts
+    warnings = [r for r in caplog.records if "connector up sends more log messages" in r.getMessage()]
+    assert len(warnings) == 1
