@@ -65,5 +65,6 @@ async def test_sigterm_with_nothing_in_flight_exits_within_the_linger() -> None:
                 writer.close()
             stream.close()
             legacy.close()
+        print(f"SIGTERM to exit: {took:.2f} s")
         assert code == 0
         assert took < LINGER_S + 1.0, f"exit took {took:.2f} s"

@@ -66,7 +66,7 @@ log = logging.getLogger("gateway.http")
 PROBE_RESERVE = 16
 # How long stopping waits for a connection's handler once the drain is over (a response on its way
 # out); whatever is still running then is cut (see the module's docstring).
-CLOSE_WAIT_S = 0.25
+CLOSE_WAIT_S = 0.1
 # A connection that has sent nothing yet is not evicted this young when older idle ones or the
 # probe reserve can make room: its request is on its way (clients send it right after connecting).
 EVICTION_GRACE_S = 0.1
