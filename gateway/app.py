@@ -12,7 +12,8 @@ transports the :class:`~gateway.transports.host.SessionFactory` protocol, connec
 :class:`~connectors.base.ConnectorEvents` and :class:`~connectors.instrumentation.Instrumentation`.
 
 A connector that fails to start is recorded in :attr:`Gateway.failed` and left out of the
-catalog; it never stops the gateway. Name collisions at start-up do (they are config errors).
+catalog; it never stops the gateway. Nor does a name collision (the first connector keeps the name,
+the rest is reported), unless ``gateway.names.on_collision`` is ``error``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from connectors.registry import connector_class
 from gateway.auth import Authenticator
 from gateway.catalog import LIST_CHANGED, Catalog
 from gateway.checks import policy_problems
-from gateway.config import AuthConfig, GatewayConfig, ServerRequestLimits, locate
+from gateway.config import AuthConfig, GatewayConfig, RelayLimits, ServerRequestLimits, locate
 from gateway.context import CallContext, LocalHandler, Principal
 from gateway.dispatch import MODERN_CATALOG_METHODS, CacheHints, Dispatcher
 from gateway.endpoints.host import EndpointHost, Endpoints
@@ -50,6 +51,7 @@ from gateway.protocol.cursors import CursorCodec
 from gateway.protocol.errors import ConfigError, InvalidParams, ProtocolError
 from gateway.protocol.request_state import RequestStateCodec
 from gateway.protocol.versions import MODERN_VERSIONS
+from gateway.relay_gate import RelayGate, admit_broadcast
 from gateway.session import Send, Session
 from gateway.state import StateStore, make_store
 from gateway.state.bus import Bus
@@ -82,11 +84,12 @@ class Identity:
 class _ConnectorEvents:
     """The ConnectorEvents a connector is started with: forwards to its gateway."""
 
-    __slots__ = ("gateway", "name")
+    __slots__ = ("gateway", "name", "_relay")
 
     def __init__(self, gateway: Gateway, name: str) -> None:
         self.gateway = gateway
         self.name = name
+        self._relay = RelayGate(lambda: gateway.relay_limits)  # its log messages of no call, to all
 
     def components_changed(self) -> None:
         self.gateway.schedule_rebuild()
@@ -96,7 +99,8 @@ class _ConnectorEvents:
 
     def log(self, level: str, data: Any, logger: str | None = None) -> None:
         params: dict[str, Any] = {"level": level, "data": data, "logger": logger or self.name}
-        self.gateway.broadcast("notifications/message", params)
+        if admit_broadcast(self._relay, self.name, params):
+            self.gateway.broadcast("notifications/message", params)
 
     def health_changed(self, health: Health) -> None:
         log.log(logging.INFO if health.up else logging.WARNING, "connector %s is %s%s", self.name,
@@ -162,7 +166,7 @@ class Gateway:
                 log.warning("config %s: %s", where, problem.message)
         self.connectors = await self._start_connectors(self.config)
         try:
-            self._install_catalog(strict=True)
+            self._install_catalog()
             if serving:
                 await self._install_filters(authenticator)
                 await self._start_metrics()
@@ -212,7 +216,9 @@ class Gateway:
                           health.detail or "no detail")
         return started
 
-    def _install_catalog(self, strict: bool) -> set[str]:
+    def _install_catalog(self, strict: bool | None = None) -> set[str]:
+        """``strict`` (None: ``gateway.names.on_collision: error``): a collision raises ConfigError."""
+        strict = self.config.gateway.names.on_collision == "error" if strict is None else strict
         ordered = [(self.connectors[c.name], c.public_prefix) for c in self.config.connectors if c.name in self.connectors]
         self.catalog.set_connectors(ordered)
         changed = self.catalog.rebuild(strict=strict)
@@ -297,7 +303,7 @@ class Gateway:
         self.config = new
         self.connectors = {**{n: previous[n] for n in kept}, **started}
         try:
-            changed = self._install_catalog(strict=True)
+            changed = self._install_catalog()
         except ConfigError:
             for connector in started.values():
                 await connector.stop()
@@ -427,6 +433,10 @@ class Gateway:
     @property
     def server_request_limits(self) -> ServerRequestLimits:
         return self.config.gateway.server_requests
+
+    @property
+    def relay_limits(self) -> RelayLimits:
+        return self.config.gateway.relayed_notifications
 
     def capabilities(self) -> dict[str, Any]:
         return self.catalog.capabilities()
@@ -565,6 +575,8 @@ class Gateway:
                 connectors[cfg.name] = {"up": h.up, "detail": h.detail} if h.detail else {"up": h.up}
         out: dict[str, Any] = {"ready": self.ready and not self.draining, "draining": self.draining,
                                "sessions": len(self.sessions), "connectors": connectors}
+        if self.catalog.collisions:  # names left out (gateway.names.on_collision: keep_first)
+            out["collisions"] = list(self.catalog.collisions)
         if self.state.shared:  # which replica answers, and how much it asked of the shared store
             out["state"] = {"replica": self.state.replica, "store_ops": self.state.ops}
         for flt in self.filters:

@@ -2,9 +2,11 @@
 
 Public names are ``{prefix}{local}`` (see :mod:`gateway.protocol.names`); resource URIs stay as
 the connector wrote them unless two connectors serve the same URI, in which case each is exposed as
-``{connector}+{uri}``. A name collision is a start-up error naming both sources; after start-up (an
-upstream that grows a clashing tool) the first connector in config order keeps the name and the
-clash is logged, because refusing to serve would punish every other connector.
+``{connector}+{uri}``. On a name collision the first connector in config order keeps the name and
+the clash is logged (once, when it appears) and kept in :attr:`Catalog.collisions` (readiness
+detail, ``/status``), at start-up as after it: refusing to serve would let one upstream listing a
+clashing tool punish every other connector. ``rebuild(strict=True)`` (``gateway.names.on_collision:
+error``) raises ConfigError naming both sources instead.
 
 The catalog is rebuilt whenever a connector reports a change; each rebuild produces immutable
 :class:`Snapshot` objects that requests read without locks. Listings are keyset-paginated over the
@@ -153,6 +155,8 @@ class Catalog:
         self._uri_aliases: dict[str, str] = {}  # public URI → (connector's) local URI when namespaced
         # (kind, public name or URI or URI template) → its connector, while that connector is down
         self._down: dict[tuple[str, str], Connector] = {}
+        # The collisions of the last rebuild, one sentence each: what was left out, and why.
+        self.collisions: tuple[str, ...] = ()
 
     # -- building ----------------------------------------------------------------------------
     def set_connectors(self, connectors: Sequence[tuple[Connector, str]]) -> None:
@@ -163,8 +167,10 @@ class Catalog:
     def rebuild(self, strict: bool = False) -> set[str]:
         """Re-read every connector; returns the listings whose content changed.
 
-        ``strict`` (start-up): a name collision raises ConfigError naming both sources.
+        ``strict``: a name collision raises ConfigError naming both sources (nothing changes);
+        otherwise the first connector keeps the name and the collision is in :attr:`collisions`.
         """
+        collisions: list[str] = []
         tools: dict[str, Entry] = {}
         prompts: dict[str, Entry] = {}
         resources: list[tuple[Connector, Any]] = []
@@ -182,10 +188,11 @@ class Catalog:
                 down.update({k: c for k, c in self._down.items() if c is connector})
                 continue
             for spec in connector.tools():
-                self._add(tools, "tool", public_name(prefix, spec.name), connector, spec.name, spec.definition, strict)
+                self._add(tools, "tool", public_name(prefix, spec.name), connector, spec.name, spec.definition,
+                          strict, collisions)
             for prompt in connector.prompts():
                 self._add(prompts, "prompt", public_name(prefix, prompt.name), connector, prompt.name,
-                          prompt.definition, strict)
+                          prompt.definition, strict, collisions)
             resources.extend((connector, spec) for spec in connector.resources())
             templates.extend((connector, spec) for spec in connector.resource_templates())
 
@@ -203,17 +210,21 @@ class Catalog:
         self._snapshots = new
         self._uri_aliases = aliases | tpl_aliases
         self._down = down
+        for message in collisions:
+            if message not in self.collisions:  # said once when it appears, not on every rebuild
+                log.error("%s", message)
+        self.collisions = tuple(collisions)
         return changed
 
     def _add(self, into: dict[str, Entry], kind: str, public: str, connector: Connector, local: str,
-             definition: dict[str, Any], strict: bool) -> None:
+             definition: dict[str, Any], strict: bool, collisions: list[str]) -> None:
         other = into.get(public)
         if other is not None:
             message = (f"{kind} name collision: {public!r} comes from connector {other.connector.name!r} "
                        f"({other.local!r}) and from connector {connector.name!r} ({local!r}); set a prefix")
             if strict:
                 raise ConfigError(message, f"connectors[{connector.name}].prefix")
-            log.error("%s; keeping the one from %s", message, other.connector.name)
+            collisions.append(f"{message}; serving the one from {other.connector.name!r}")
             return
         wire = dict(definition)
         wire["name"] = public

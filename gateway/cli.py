@@ -109,8 +109,10 @@ async def _serve(args: argparse.Namespace) -> int:
     # call: aiohttp's access log is on only at log_level debug.
     access_log = logging.getLogger("aiohttp.access") if config.gateway.log_level == "debug" else None
     # Connection limits and header/keep-alive timeouts from gateway.http, read per connection.
+    # Calls are waited for by gateway.drain (shutdown_grace_s): the server's own shutdown only lets a
+    # response on its way out finish (CLOSE_WAIT_S), it must not wait on an unread body (10-20 s).
     runner = await start_server(app, lambda: gateway.config.gateway.http, host, port, access_log=access_log,
-                                shutdown_timeout=config.gateway.shutdown_grace_s, reuse_port=args.reuse_port)
+                                reuse_port=args.reuse_port)
     bound = runner.addresses[0][1] if runner.addresses else port
     gateway.oauth.serving_at(f"http://{host}:{bound}")  # authorization links, unless oauth.public_url is set
     log.info("serving MCP on http://%s:%s/mcp (Streamable HTTP) and /sse (legacy SSE)", host, bound)

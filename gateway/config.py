@@ -37,6 +37,8 @@ __all__ = [
     "Model",
     "HttpConfig",
     "ServerRequestLimits",
+    "NamesConfig",
+    "RelayLimits",
     "GatewaySection",
     "ConnectorConfig",
     "ApiKeyConfig",
@@ -105,6 +107,29 @@ class ServerRequestLimits(Model):
     burst: int = Field(20, ge=1)  # the bucket's size
 
 
+class RelayLimits(Model):
+    """Notifications an upstream sends about one call (``notifications/message``,
+    ``notifications/progress``) on their way to the caller, per call: a bucket of messages
+    (``per_s``, ``burst``) and one of bytes (``bytes_per_s``, ``bytes_burst``; a message costs its
+    encoded size). What does not fit is dropped and counted
+    (``mcp_gateway_relayed_notifications_dropped_total``); the caller is told once per call."""
+
+    per_s: float = Field(20.0, gt=0)
+    burst: int = Field(100, ge=1)
+    bytes_per_s: float = Field(65536.0, gt=0)
+    bytes_burst: int = Field(1_048_576, ge=1)
+
+
+class NamesConfig(Model):
+    """What a public-name collision does (two connectors serving one tool or prompt name).
+    ``keep_first`` (the default): the connector first in config order keeps the name, the others'
+    are left out and reported (log, ``/readyz?verbose=1``, ``/status``), at start-up as at run
+    time, so an upstream that lists a clashing tool cannot keep the gateway from starting.
+    ``error``: a collision at start-up or on a reload refuses the config (exit 2 at start-up)."""
+
+    on_collision: Literal["keep_first", "error"] = "keep_first"
+
+
 class GatewaySection(Model):
     name: str = "mcp-gateway"
     version: str = "0.1.0"
@@ -124,6 +149,8 @@ class GatewaySection(Model):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     server_requests: ServerRequestLimits = ServerRequestLimits()
+    names: NamesConfig = NamesConfig()
+    relayed_notifications: RelayLimits = RelayLimits()
 
 
 class ApiKeyConfig(Model):

@@ -30,7 +30,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from gateway.config import ServerRequestLimits
+from gateway.config import RelayLimits, ServerRequestLimits
 from gateway.context import ANONYMOUS, CallContext, LocalHandler, Principal
 from gateway.policy import Refusal, ServerRequestBudget
 from gateway.protocol import jsonrpc
@@ -46,6 +46,7 @@ from gateway.protocol.errors import (
 from gateway.protocol.lifecycle import SessionLifecycle, SessionState
 from gateway.protocol.meta import INPUT_CAPABILITY, LOG_LEVELS, log_admitted
 from gateway.protocol.versions import negotiate
+from gateway.relay_gate import RELAYED, RelayGate
 from gateway.telemetry import metrics
 
 __all__ = ["Session", "SessionHost", "ServerIdentity", "Send", "LOG_LEVELS", "server_request_budget",
@@ -82,6 +83,9 @@ class SessionHost(Protocol):
 
     @property
     def server_request_limits(self) -> ServerRequestLimits: ...
+
+    @property
+    def relay_limits(self) -> RelayLimits: ...
 
     def capabilities(self) -> dict[str, Any]: ...
 
@@ -135,6 +139,7 @@ class Session:
         # ("gw.<replica>."), so a client's answer landing on another replica is routed here.
         self.request_prefix = "gw-"
         self._budget: ServerRequestBudget | None = None  # made on the first server→client request
+        self._relay = RelayGate(lambda: self.host.relay_limits)  # upstream log/progress per call
 
     @property
     def state(self) -> SessionState:
@@ -171,6 +176,7 @@ class Session:
             self._cancelled.discard(rid)
             if self._budget is not None:
                 self._budget.call_ended(rid)
+            self._relay.call_ended(rid)
 
     async def _serve(self, rid: str | int, method: str, params: dict[str, Any], traceparent: str | None) -> dict[str, Any]:
         if method == "initialize":
@@ -254,6 +260,15 @@ class Session:
         if method == "notifications/message" and params is not None:
             if not log_admitted(params, self.log_level):
                 return
+        if method in RELAYED and related_request_id is not None and related_request_id in self._inflight:
+            relay, notice = self._relay.check(method, params, related_request_id)
+            if notice is not None and log_admitted(notice, self.log_level):
+                await self._deliver("notifications/message", notice, related_request_id)
+            if not relay:
+                return
+        await self._deliver(method, params, related_request_id)
+
+    async def _deliver(self, method: str, params: dict[str, Any] | None, related_request_id: str | int | None) -> None:
         try:
             await self._send(jsonrpc.notification(method, params), related_request_id)
         except Exception:  # a client that went away must not fail the sender

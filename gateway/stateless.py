@@ -32,7 +32,7 @@ import secrets
 import time
 from typing import Any, Protocol
 
-from gateway.config import ServerRequestLimits
+from gateway.config import RelayLimits, ServerRequestLimits
 from gateway.context import LocalHandler, Principal
 from gateway.mrtr import ParkedCall, ParkedCalls, PendingInputs, run_until_input
 from gateway.policy import ServerRequestBudget
@@ -49,6 +49,7 @@ from gateway.protocol.lifecycle import StatelessLifecycle
 from gateway.protocol.meta import INPUT_CAPABILITY, RequestMeta, log_admitted
 from gateway.protocol.request_state import RequestStateCodec, request_digest
 from gateway.protocol.revisions import revision
+from gateway.relay_gate import RELAYED, RelayGate
 from gateway.session import Send, server_request_budget, server_request_refused
 from gateway.telemetry import metrics
 
@@ -73,6 +74,9 @@ class StatelessHost(Protocol):
 
     @property
     def server_request_limits(self) -> ServerRequestLimits: ...
+
+    @property
+    def relay_limits(self) -> RelayLimits: ...
 
     @property
     def parked(self) -> ParkedCalls: ...
@@ -117,6 +121,7 @@ class StatelessSession:
         self._missing: dict[str, dict[str, Any]] = {}  # capabilities the backend asked for in vain
         self._revision = revision(meta.version)
         self._budget: ServerRequestBudget | None = None  # made on the first server→client request
+        self._relay = RelayGate(lambda: self.host.relay_limits)  # upstream log/progress of the call
         self._asked_before = 0  # inputs an upstream asked in earlier rounds (from the sealed state)
 
     # -- what connectors and filters use --------------------------------------------------------
@@ -128,6 +133,15 @@ class StatelessSession:
                 return
             if not log_admitted(params, self.log_level):
                 return
+        if method in RELAYED and related_request_id is not None:
+            relay, notice = self._relay.check(method, params, _CALL)
+            if notice is not None and self.log_level is not None and log_admitted(notice, self.log_level):
+                await self._deliver("notifications/message", notice, related_request_id)
+            if not relay:
+                return
+        await self._deliver(method, params, related_request_id)
+
+    async def _deliver(self, method: str, params: dict[str, Any] | None, related_request_id: str | int | None) -> None:
         try:
             await self._send(jsonrpc.notification(method, params), related_request_id)
         except Exception:  # a client that went away must not fail the call

@@ -165,9 +165,14 @@ def test_collisions_at_start_up_name_both_sources() -> None:
         catalog.rebuild(strict=True)
     message = str(info.value)
     assert "'search'" in message and "'one'" in message and "'two'" in message
-    # After start-up the first connector keeps the name instead of failing everything.
+    assert catalog.collisions == ()
+    # Not strict (gateway.names.on_collision: keep_first, the default, and every rebuild after
+    # start-up): the first connector keeps the name and the collision is kept to be reported.
     assert catalog.rebuild(strict=False) == {"tools"}
     assert catalog.tool("search").connector is one
+    [clash] = catalog.collisions
+    assert "'search'" in clash and "connector 'two'" in clash and "serving the one from 'one'" in clash
+    assert catalog.rebuild(strict=False) == set() and catalog.collisions == (clash,)
     # Names that only collide after sanitising collide too.
     catalog.set_connectors([(Fake("a", prompts=["x y"]), ""), (Fake("b", prompts=["x_y"]), "")])
     with pytest.raises(ConfigError, match="prompt name collision"):

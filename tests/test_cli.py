@@ -158,9 +158,10 @@ async def test_serve_quickstart_reload_and_terminate(tmp_path: Path) -> None:
             await proc.wait()
 
 
-def test_name_collision_is_a_start_up_error_naming_both(tmp_path: Path) -> None:
+def test_name_collision_is_a_start_up_error_naming_both_when_asked(tmp_path: Path) -> None:
     path = tmp_path / "clash.yaml"
-    path.write_text(CORE_ONLY + """connectors:
+    path.write_text(CORE_ONLY + """gateway: {names: {on_collision: error}}
+connectors:
   - {name: one, type: static, prefix: "", prompts: [{name: same, messages: [{text: a}]}]}
   - {name: two, type: static, prefix: "", prompts: [{name: same, messages: [{text: b}]}]}
 """)

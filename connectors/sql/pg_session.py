@@ -7,8 +7,9 @@ the connector's role may do.
   deallocate the prepared statements created with SQL ``PREPARE`` (the driver's own, created by the
   protocol, are kept: asyncpg caches them, which is why this is not ``DISCARD ALL``), ``CLOSE ALL``,
   ``UNLISTEN *``, ``RESET ALL`` (the settings given at connect time, such as
-  ``default_transaction_read_only``, are the session defaults it returns to). A connection whose
-  reset fails is invalidated by the pool, never reused. A read's ``ROLLBACK`` already undoes
+  ``default_transaction_read_only``, are the session defaults it returns to). A connection that is
+  closed, or whose reset fails (its backend was terminated), is aborted and its pool slot
+  invalidated without any further I/O (:func:`_discard`), never reused. A read's ``ROLLBACK`` already undoes
   ``SET``, ``LISTEN`` and cursors; advisory locks and prepared statements outlive it, and a write
   (``allow_writes``) commits all of them: the reset covers both.
 * **A byte meter on the socket** (:class:`WireMeter`). Sits between the transport and asyncpg's
@@ -51,12 +52,33 @@ def install_reset(engine: AsyncEngine, reset_sql: str) -> None:
         if reset_state.terminate_only or not reset_state.asyncio_safe:
             return  # being discarded, or garbage-collected outside the loop: no I/O possible
         driver = dbapi_connection.driver_connection
-        if driver is None or driver.is_closed():
+        if driver is None:
+            return
+        if driver.is_closed():
+            _discard(driver, connection_record, None)
             return
         sql = f"ROLLBACK; {reset_sql}" if driver.is_in_transaction() else reset_sql
-        # Runs inside SQLAlchemy's greenlet (the async engine's checkin): await_only may wait here.
-        # An exception makes the pool invalidate the connection, which is what we want.
-        await_only(driver.execute(sql))
+        try:
+            # Runs inside SQLAlchemy's greenlet (the async engine's checkin): await_only may wait here.
+            await_only(driver.execute(sql))
+        except Exception as exc:
+            _discard(driver, connection_record, exc)
+
+
+def _discard(driver: Any, connection_record: Any, exc: Exception | None) -> None:
+    """Drop a connection the reset could not (or need not) talk to, quietly.
+
+    A backend ended by ``pg_terminate_backend`` or a restart leaves asyncpg mid-way through its
+    error handling for a while (the FATAL message read, the socket not yet closed): any statement
+    then fails with ``cannot switch to state 15; another operation (2) is in progress``. Letting
+    the reset raise would make the pool log ``Exception during reset or similar`` with a traceback
+    and then try a graceful close on that same busy protocol; instead the socket is aborted with no
+    I/O and the pool slot invalidated, so its next checkout connects afresh. A dead connection is
+    expected under a terminated backend: one line at debug, no traceback."""
+    driver.terminate()  # aborts the transport; no round trip on a protocol that is not idle
+    connection_record.invalidate(exc)
+    if exc is not None:
+        log.debug("pooled connection discarded on reset: %s: %s", type(exc).__name__, exc)
 
 
 class WireMeter(asyncio.Protocol):

@@ -37,7 +37,7 @@ from gateway.state.records import restore
 
 if TYPE_CHECKING:
     from gateway.catalog import Catalog
-    from gateway.config import GatewayConfig, ServerRequestLimits
+    from gateway.config import GatewayConfig, RelayLimits, ServerRequestLimits
     from gateway.context import CallContext, LocalHandler, Principal
     from gateway.filters import Filter
     from gateway.listeners import Listeners
@@ -75,6 +75,8 @@ class GatewayPort(Protocol):
     def request_timeout_s(self) -> float: ...
     @property
     def server_request_limits(self) -> ServerRequestLimits: ...
+    @property
+    def relay_limits(self) -> RelayLimits: ...
     @property
     def accepting(self) -> bool: ...
     @property
@@ -152,6 +154,10 @@ class EndpointHost:
     @property
     def server_request_limits(self) -> ServerRequestLimits:
         return self.gateway.server_request_limits
+
+    @property
+    def relay_limits(self) -> RelayLimits:
+        return self.gateway.relay_limits
 
     def capabilities(self) -> dict[str, Any]:
         return self.view.capabilities()

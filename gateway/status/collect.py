@@ -81,7 +81,8 @@ async def collect(source: StatusSource, query: StatusQuery) -> StatusView:
         catalog=search(rows, query), catalog_counts=source.catalog.counts(),
         sessions_total=len(source.sessions), session_groups=_session_groups(source.sessions.values()),
         sessions=_session_rows(source.sessions.values()), audit=audit,
-        rate_limit=_rate_limit(source.config, source.filters))
+        rate_limit=_rate_limit(source.config, source.filters),
+        collisions=tuple(scrub(c, 400) for c in source.catalog.collisions))
 
 
 def _catalog_rows(catalog: Catalog) -> list[CatalogRow]:

@@ -74,9 +74,12 @@ def _connectors(view: StatusView) -> str:
             f'<td class="num">{c.tools}</td><td class="num">{c.resources}</td><td class="num">{c.prompts}</td>'
             f'<td class="num">{c.reconnects}</td><td>{_e(c.detail)}</td></tr>' for c in view.connectors]
     up = sum(c.up for c in view.connectors)
+    clashes = "".join(f"<li>{_e(c)}</li>" for c in view.collisions)
+    clash = (f'<h3 id="collisions">Name collisions ({len(view.collisions)})</h3><ul>{clashes}</ul>'
+             if clashes else "")
     return (f'<section id="connectors"><h2>Connectors ({up} of {len(view.connectors)} up)</h2>'
             + _table(("name", "kind", "health", "tools", "resources", "prompts", "reconnects", "last error"),
-                     rows, "No connectors are configured.") + "</section>")
+                     rows, "No connectors are configured.") + clash + "</section>")
 
 
 def _page_link(page: CatalogPage, number: int, label: str) -> str:

@@ -174,3 +174,4 @@ class StatusView:
     sessions: tuple[SessionRow, ...]  # at most MAX_SESSIONS_SHOWN, most recently active first
     audit: AuditPart
     rate_limit: RateLimitPart | None  # None: no rules and no connector concurrency configured
+    collisions: tuple[str, ...] = ()  # public names left out: which connector's, served from where

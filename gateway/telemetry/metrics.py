@@ -25,6 +25,8 @@ Who records what (so each value has exactly one writer):
   :data:`RATE_LIMIT_BREAKER_TRIPS`.
 * ``gateway.session`` (one place: ``server_request_refused``) and ``gateway.stateless`` —
   :data:`SERVER_REQUESTS_REFUSED`.
+* ``gateway.session`` (``relay_dropped``) and ``gateway.stateless`` — :data:`RELAYED_DROPPED`,
+  :data:`RELAYED_DROPPED_BYTES` (upstream notifications of one call over ``gateway.relayed_notifications``).
 * ``gateway.filters.cache`` — :data:`RESPONSE_CACHE` (hits and misses of cacheable tool calls).
 * ``gateway.discovery.embeddings`` — :data:`EMBEDDING_REQUESTS`; ``gateway.discovery.hybrid`` —
   :data:`SEARCH_LEXICAL_FALLBACKS` (search endpoints with hybrid ranking).
@@ -83,6 +85,9 @@ __all__ = [
     "SERVER_REQUESTS_REFUSED",
     "SERVER_REQUEST_METHODS",
     "server_request_refused",
+    "RELAYED_DROPPED",
+    "RELAYED_DROPPED_BYTES",
+    "relay_dropped",
     "PrincipalLabels",
     "UNKNOWN",
     "AUTH_FAILURES",
@@ -196,6 +201,23 @@ SERVER_REQUESTS_REFUSED = Counter(
 def server_request_refused(method: str, cap: str, n: int = 1) -> None:
     """Count ``n`` server→client requests refused by ``cap`` (``per_call`` | ``per_session``)."""
     SERVER_REQUESTS_REFUSED.labels(method if method in SERVER_REQUEST_METHODS else OTHER, cap).inc(n)
+
+
+RELAYED_DROPPED = Counter(
+    "relayed_notifications_dropped",
+    "Notifications an upstream sent about one call (notifications/message, notifications/progress) that "
+    "the gateway dropped on their way to the caller, over gateway.relayed_notifications, by method.",
+    ("method",), namespace=NAMESPACE, registry=REGISTRY)
+RELAYED_DROPPED_BYTES = Counter(
+    "relayed_notification_dropped_bytes",
+    "Encoded bytes of the notifications counted in relayed_notifications_dropped_total, by method.",
+    ("method",), namespace=NAMESPACE, registry=REGISTRY)
+
+
+def relay_dropped(method: str, size: int) -> None:
+    """Count one relayed notification (``notifications/message`` | ``notifications/progress``) dropped."""
+    RELAYED_DROPPED.labels(method).inc()
+    RELAYED_DROPPED_BYTES.labels(method).inc(size)
 
 
 # -- backends (connectors, through tracing.backend_call) --------------------------------------------

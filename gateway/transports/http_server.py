@@ -21,6 +21,13 @@ landed in the logs). :func:`start_server` serves an app with these limits, read 
   ``/readyz`` and ``/metrics`` answer on them, the MCP endpoints answer 503), and past those a new
   connection gets ``503`` naming the limit and is closed.
 
+Stopping (``runner.cleanup()``, after the gateway's drain) waits at most :data:`CLOSE_WAIT_S` for
+each connection's handler, then cancels it. The drain (``shutdown_grace_s``, ``drain_linger_s``)
+is what waits for calls; what is left then is no call: a request body that never came (a handler
+waiting up to ``body_timeout_s``), or aiohttp's lingering read of a refused request's unread body
+(up to 10 s). Under aiohttp's own timeout (it was ``shutdown_grace_s``) such a connection kept an
+idle gateway from exiting for 10 to 20 s after SIGTERM.
+
 A POST body's time limit (``body_timeout_s``) is the app's (``http_app._guarded``), as is the session
 cap (:mod:`.quota`). What the server refused or cut is counted in ``mcp_gateway_http_refused``.
 
@@ -50,13 +57,16 @@ from gateway.protocol import jsonrpc
 from gateway.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST
 from gateway.telemetry import metrics
 
-__all__ = ["start_server", "GatewayServer", "AccessLogger", "PROBE_RESERVE", "EVICTION_GRACE_S", "probe_only", "skip_lingering",
+__all__ = ["start_server", "GatewayServer", "AccessLogger", "PROBE_RESERVE", "CLOSE_WAIT_S", "EVICTION_GRACE_S", "probe_only", "skip_lingering",
            "raise_fd_limit"]
 
 log = logging.getLogger("gateway.http")
 
 # Connections accepted past max_connections, when every connection is busy, for probes only.
 PROBE_RESERVE = 16
+# How long stopping waits for a connection's handler once the drain is over (a response on its way
+# out); whatever is still running then is cut (see the module's docstring).
+CLOSE_WAIT_S = 0.1
 # A connection that has sent nothing yet is not evicted this young when older idle ones or the
 # probe reserve can make room: its request is on its way (clients send it right after connecting).
 EVICTION_GRACE_S = 0.1
@@ -368,10 +378,12 @@ def raise_fd_limit(max_connections: int) -> None:
 
 
 async def start_server(app: web.Application, limits: Limits, host: str, port: int, *,
-                       access_log: logging.Logger | None = None, shutdown_timeout: float = 60.0,
+                       access_log: logging.Logger | None = None, shutdown_timeout: float = CLOSE_WAIT_S,
                        reuse_port: bool = False) -> web.AppRunner:
     """Serve ``app`` on ``host:port`` under the limits ``limits()`` returns; the runner's
     ``shutdown()`` and ``cleanup()`` stop it, ``runner.addresses`` names the bound port.
+    ``cleanup()`` waits up to ``shutdown_timeout`` for each connection's handler: call it after
+    the gateway's drain, which is what waits for calls.
     ``reuse_port``: ``SO_REUSEPORT``, so the workers of ``serve --workers N`` share the port (the
     kernel spreads connections over them)."""
     raise_fd_limit(limits().max_connections)

@@ -67,6 +67,9 @@ class MemoryEventStore(EventStore):
         return stream
 
 
+_background: set[asyncio.Task[None]] = set()  # chatter_later's tasks, kept until they finish
+
+
 def build(args: argparse.Namespace) -> MCPServer[Any]:
     mcp: MCPServer[Any] = MCPServer("upstream-test", log_level="WARNING")
 
@@ -127,6 +130,35 @@ def build(args: argparse.Namespace) -> MCPServer[Any]:
         await ctx.info(f"first {text}")
         await ctx.info(f"second {text}")
         return text
+
+    @mcp.tool()
+    async def chatter(ctx: Context, seconds: float = 2.0, size: int = 1000) -> str:
+        """Send log messages of `size` characters (and progress, when asked) as fast as it can for
+        `seconds`; answer how many it sent."""
+        loop = asyncio.get_running_loop()
+        end, sent, line = loop.time() + seconds, 0, "x" * size
+        while loop.time() < end:
+            await ctx.info(f"{sent} {line}")
+            await ctx.report_progress(sent)
+            sent += 1
+        return str(sent)
+
+    @mcp.tool()
+    async def chatter_later(ctx: Context, seconds: float = 2.0) -> str:
+        """Answer at once, then send log messages belonging to no request as fast as it can for
+        `seconds` (the gateway sends such messages to every session)."""
+        session, loop = ctx.session, asyncio.get_running_loop()
+
+        async def chatter() -> None:
+            end, sent = loop.time() + seconds, 0
+            while loop.time() < end:
+                await session.send_log_message("info", f"later {sent}")
+                sent += 1
+            await session.send_log_message("info", f"later done: {sent}")
+
+        _background.add(task := asyncio.create_task(chatter()))
+        task.add_done_callback(_background.discard)
+        return "chattering"
 
     @mcp.tool()
     async def hang(ctx: Context, seconds: float = 30.0, tag: str = "hang") -> str:
