@@ -433,14 +433,14 @@ class Gateway:
 
     async def dispatch(self, session: Session, request_id: str | int, method: str, params: dict[str, Any],
                        traceparent: str | None = None, local: LocalHandler | None = None,
-                       via: Dispatcher | None = None) -> dict[str, Any]:
+                       via: Dispatcher | None = None, *, authorization: str | None = None) -> dict[str, Any]:
         """``via``: an endpoint's dispatcher (gateway.endpoints), else the gateway's."""
         dispatcher = via or self.dispatcher
         if not self.draining:
-            return await dispatcher.dispatch(session, request_id, method, params, traceparent, local)
+            return await dispatcher.dispatch(session, request_id, method, params, traceparent, local, authorization=authorization)
         self._drain_activity()  # a request while draining: the linger starts again, now and at its end
         try:
-            return await dispatcher.dispatch(session, request_id, method, params, traceparent, local)
+            return await dispatcher.dispatch(session, request_id, method, params, traceparent, local, authorization=authorization)
         finally:
             self._drain_activity()
 
