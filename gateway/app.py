@@ -33,7 +33,7 @@ from connectors.base import Connector, Health
 from connectors.registry import connector_class
 from gateway.auth import Authenticator
 from gateway.catalog import LIST_CHANGED, Catalog
-from gateway.checks import policy_problems
+from gateway.checks import config_warnings, policy_problems
 from gateway.config import AuthConfig, GatewayConfig, ServerRequestLimits, locate
 from gateway.context import CallContext, LocalHandler, Principal
 from gateway.dispatch import MODERN_CATALOG_METHODS, CacheHints, Dispatcher
@@ -157,7 +157,8 @@ class Gateway:
         authenticator = None
         if serving:
             authenticator = Authenticator(self.config.auth, self.config.base_dir, self.config.gateway.name)
-            for problem in policy_problems(self.config):
+            # What validate reports without refusing the file (a stdio principal no rule admits).
+            for problem in policy_problems(self.config) + config_warnings(self.config):
                 where, _ = locate(problem.path, {})
                 log.warning("config %s: %s", where, problem.message)
         self.connectors = await self._start_connectors(self.config)

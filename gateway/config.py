@@ -19,6 +19,7 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -52,7 +53,10 @@ __all__ = [
     "EgressConfig",
     "GatewayConfig",
     "load_config",
+    "load_partial",
     "parse_config",
+    "parse_partial",
+    "PartialConfig",
     "interpolate",
     "locate",
     "PathKey",
@@ -470,6 +474,30 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
                  lines: dict[PathKey, int] | None = None) -> GatewayConfig:
     """Validate config text. Raises :class:`ConfigError` naming the path and line of each problem;
     ``lines``, when given, receives the line of every path (see :func:`locate`)."""
+    partial = parse_partial(text, base_dir, env, lines)
+    _raise(list(partial.errors))
+    return partial.config
+
+
+@dataclass(frozen=True, slots=True)
+class PartialConfig:
+    """What a file with schema errors still tells (``validate`` checks it, to report every problem
+    in one run): ``config`` holds the connector entries that are valid on their own (``indices``:
+    each one's position in the file) and, when ``complete``, every other section as written; when
+    not, the other sections are their defaults and say nothing about the file. ``errors`` are the
+    schema errors (none: ``config`` is the whole, valid config)."""
+
+    config: GatewayConfig
+    complete: bool
+    indices: tuple[int, ...]
+    errors: tuple[ConfigError, ...]
+
+
+def parse_partial(text: str, base_dir: str | Path = ".", env: dict[str, str] | None = None,
+                  lines: dict[PathKey, int] | None = None) -> PartialConfig:
+    """:func:`parse_config` without raising for schema errors (they are returned, with what is
+    valid despite them); what makes the file unreadable as a whole (YAML, an unset variable, a top
+    level that is not a mapping) still raises :class:`ConfigError`."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -487,6 +515,7 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
 
     errors: list[ConfigError] = []
     connectors: list[ConnectorConfig] = []
+    indices: list[int] = []
     raw_connectors = raw.get("connectors") or []
     if not isinstance(raw_connectors, list):
         _raise([ConfigError("must be a list of connectors", "connectors", _line_for(("connectors",), lines))])
@@ -517,14 +546,17 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
                                       _format_path(where + ("name",)), _line_for(where + ("name",), lines)))
         seen[cfg.name] = i
         connectors.append(cfg)
+        indices.append(i)
     rest = {k: v for k, v in raw.items() if k != "connectors"}
+    complete = True
     try:
         config = GatewayConfig.model_validate({**rest, "base_dir": str(base_dir)})
     except ValidationError as exc:
         errors.extend(_errors_from(exc, (), lines))
+        config, complete = GatewayConfig(base_dir=str(base_dir)), False
     errors.extend(ConfigError(m, _format_path(p), _line_for(p, lines)) for p, m in identity_problems(raw))
-    _raise(errors)
-    return config.model_copy(update={"connectors": tuple(connectors)})
+    return PartialConfig(config.model_copy(update={"connectors": tuple(connectors)}), complete, tuple(indices),
+                         tuple(errors))
 
 
 def _egress_default(raw: Any) -> dict[str, Any]:
@@ -542,9 +574,17 @@ def _egress_default(raw: Any) -> dict[str, Any]:
 def load_config(path: str | Path, env: dict[str, str] | None = None,
                 lines: dict[PathKey, int] | None = None) -> GatewayConfig:
     """Read and validate a config file; relative paths inside resolve against its folder."""
+    partial = load_partial(path, env, lines)
+    _raise(list(partial.errors))
+    return partial.config
+
+
+def load_partial(path: str | Path, env: dict[str, str] | None = None,
+                 lines: dict[PathKey, int] | None = None) -> PartialConfig:
+    """:func:`load_config` as :func:`parse_partial` (schema errors returned, not raised)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {p}: {exc.strerror or exc}") from None
-    return parse_config(text, base_dir=p.resolve().parent, env=env, lines=lines)
+    return parse_partial(text, base_dir=p.resolve().parent, env=env, lines=lines)
