@@ -279,8 +279,9 @@ def _validate(args: argparse.Namespace) -> int:
 
     try:
         partial = load_partial(args.file, lines=lines)
-    except ConfigError as exc:  # the file as a whole is unreadable (YAML, an unset variable)
-        print(f"{args.file}: {exc}", file=sys.stderr)
+    except ConfigError as exc:  # the file as a whole is unreadable (YAML, unset variables: all of them)
+        for error in getattr(exc, "errors", [exc]):
+            print(f"{args.file}: {error}", file=sys.stderr)
         return 2
     config = partial.config
     for error in partial.errors:

@@ -419,16 +419,21 @@ _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 def interpolate(value: Any, env: Mapping[str, str] | None = None, path: PathKey = (),
                 lines: dict[PathKey, int] | None = None) -> Any:
-    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string; ``$${`` escapes a literal ``${``."""
+    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string; ``$${`` escapes a literal ``${``.
+    Every variable that is not set is reported, all in one :class:`ConfigError`."""
     variables: Mapping[str, str] = os.environ if env is None else env
-    return _interpolate(value, variables, path, lines)
+    errors: list[ConfigError] = []
+    out = _interpolate(value, variables, path, lines, errors)
+    _raise(errors)
+    return out
 
 
-def _interpolate(value: Any, env: Mapping[str, str], path: PathKey, lines: dict[PathKey, int] | None) -> Any:
+def _interpolate(value: Any, env: Mapping[str, str], path: PathKey, lines: dict[PathKey, int] | None,
+                 errors: list[ConfigError]) -> Any:
     if isinstance(value, dict):
-        return {k: _interpolate(v, env, path + (k,), lines) for k, v in value.items()}
+        return {k: _interpolate(v, env, path + (k,), lines, errors) for k, v in value.items()}
     if isinstance(value, list):
-        return [_interpolate(v, env, path + (i,), lines) for i, v in enumerate(value)]
+        return [_interpolate(v, env, path + (i,), lines, errors) for i, v in enumerate(value)]
     if not isinstance(value, str) or "${" not in value:
         return value
 
@@ -438,8 +443,9 @@ def _interpolate(value: Any, env: Mapping[str, str], path: PathKey, lines: dict[
             return env[var]
         if default is not None:
             return default
-        raise ConfigError(f"environment variable {var} is not set (use ${{{var}:-default}} for a default)",
-                          _format_path(path), _line_for(path, lines or {}))
+        errors.append(ConfigError(f"environment variable {var} is not set (use ${{{var}:-default}} for a default)",
+                                  _format_path(path), _line_for(path, lines or {})))
+        return ""
 
     escaped = value.replace("$${", "\x00")
     return _ENV.sub(repl, escaped).replace("\x00", "${")

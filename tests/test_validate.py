@@ -48,6 +48,17 @@ connectors:
     assert lines[2] == f"connectors[2].resources[0].path (line 4): file not found: {tmp_path / 'gone.md'}"
 
 
+def test_validate_names_every_unset_environment_variable(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_text('auth: {api_keys: [{name: a, key: "${H27C_UNSET_A}"}]}\n'
+                      'connectors: [{name: p, type: openapi, spec: "${H27C_UNSET_B}"}]\n')
+    result = _cli("validate", str(config))
+    assert result.returncode == 2
+    assert [line.split(":")[0] for line in _lines(result.stderr, config)] == [
+        "auth.api_keys[0].key (line 1)", "connectors[0].spec (line 2)"]
+    assert "H27C_UNSET_A is not set" in result.stderr and "H27C_UNSET_B is not set" in result.stderr
+
+
 def test_validate_checks_connectors_when_the_top_level_is_invalid(tmp_path: Path) -> None:
     config = tmp_path / "gateway.yaml"
     config.write_text("gateway: {page_size: many}\nconnectors:\n"
