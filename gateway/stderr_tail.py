@@ -43,7 +43,7 @@ class StderrTail(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         line = record.getMessage().strip()
-        if line and (not self.lines or self.lines[-1] != line):  # a retried start repeats itself
+        if line and line not in self.lines:  # a retried start repeats itself: each line once
             self.lines.append(line)
 
     def explain(self, detail: str) -> str:
