@@ -11,8 +11,13 @@ the backoff is injected: no test waits for it."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
+import logging
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
@@ -36,8 +41,11 @@ from connectors.oauth.http import OAuthHTTP
 from connectors.oauth.port import MemoryTokenStore, OAuthPort
 from gateway.oauth.broker import GatewayBroker
 from gateway.oauth.routes import add_routes
+from tests.e2e.clients import eventually
 from tests.oauth.authserver import AuthServer, ProtectedUpstream, auth_world
-from tests.support import serving
+from tests.support import running_gateway, serving
+
+KEY_B64 = base64.b64encode(secrets.token_bytes(32)).decode()
 
 
 class Clock:
@@ -131,3 +139,44 @@ async def test_a_scope_one_principals_401_named_is_asked_for_by_every_principals
             async with aiohttp.ClientSession() as http:
                 to_server = await _redirect(http, required.value.url)
             assert parse_qs(urlsplit(to_server).query)["scope"][0].split() == ["crm:write"], principal
+
+
+PUBLIC = "http://gw.test"  # the connector's redirect_uri host; the browser below resolves it to the gateway
+
+
+async def test_a_reconnecting_service_identity_logs_no_link_per_attempt_after_a_refusal(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The trial's case through a real gateway: an operator opens the logged link, the callback is
+    refused (wrong iss); the connector keeps reconnecting (here every 0.05-0.1 s) and, while the
+    link backoff runs, logs no new link; once it has run (the injected clock), one new link."""
+    async with auth_world(client_credentials=False) as (_auth, protected):
+        entry = {"name": "crm", "type": "mcp", "transport": "streamable_http", "url": protected.url,
+                 "startup_wait_s": 0, "ping_interval_s": 0, "reconnect_initial_s": 0.05, "reconnect_max_s": 0.1,
+                 "egress": {"allow_private": ["127.0.0.0/8"]},
+                 "oauth": {"identity": "service", "redirect_uri": PUBLIC + "/oauth/callback",
+                           "client": {"client_id": "gw", "client_secret": "gw-secret"}}}
+        config = (f"audit: {{enabled: false}}\noauth: {{encryption_key: '{KEY_B64}', "
+                  f"token_store: 'file:{tmp_path / 'tokens.bin'}'}}\nconnectors: [{json.dumps(entry)}]\n")
+        with caplog.at_level(logging.WARNING, logger="connectors.oauth"):
+            async with running_gateway(config) as gw:
+                connector = gw.gateway.connectors["crm"]
+                clock = Clock()
+                connector._identity.client.clock = clock  # type: ignore[attr-defined]  # the backoff's clock
+
+                def links() -> list[str]:
+                    return [r.getMessage().rsplit("open ", 1)[1] for r in caplog.records
+                            if "an operator must authorise the gateway" in r.getMessage()]
+
+                await eventually(lambda: links(), timeout=30)
+                async with aiohttp.ClientSession() as http:
+                    to_server = await _redirect(http, links()[0])
+                    callback = urlsplit(await _redirect(http, to_server))
+                    query = {k: v[0] for k, v in parse_qs(callback.query).items()} | {"iss": "https://evil.example"}
+                    async with http.get(f"{gw.url}{callback.path}?{urlencode(query)}") as resp:
+                        assert resp.status == 400
+                # The next attempts meet the backoff (the clock stands still): no link, and /status says why.
+                await eventually(lambda: "a new authorization link in 1.0s" in connector.health().detail, timeout=30)
+                assert len(links()) == 1
+                clock.now += LINK_BACKOFF_INITIAL_S
+                await eventually(lambda: len(links()) == 2, timeout=30)
+                assert links()[1] != links()[0]
