@@ -108,7 +108,19 @@ def key(monkeypatch: pytest.MonkeyPatch) -> str:
     return value
 
 
-async def test_readme_talk_to_it_inspector_commands_work_over_http_and_stdio(key: str, tmp_path: Path) -> None:
+@pytest.fixture
+def here(tmp_path: Path) -> Path:
+    """A folder where the section's relative paths (examples/keyed.yaml) resolve to copies, so the
+    gateways it starts write their audit database there, not into the repository."""
+    import shutil
+
+    (tmp_path / "examples").mkdir()
+    for name in ("keyed.yaml", "tiny_mcp_server.py"):
+        shutil.copy(REPO / "examples" / name, tmp_path / "examples" / name)
+    return tmp_path
+
+
+async def test_readme_talk_to_it_inspector_commands_work_over_http_and_stdio(key: str, here: Path) -> None:
     """Each `npx mcp-inspector` line of the section, run as written against examples/keyed.yaml:
     the pinned Inspector CLI, the key in a header over HTTP, `-e` and `--` over stdio (the stdio
     gateway gets PYTHONPATH too, so it runs this tree, not wherever the venv's install points)."""
@@ -118,9 +130,9 @@ async def test_readme_talk_to_it_inspector_commands_work_over_http_and_stdio(key
     inspector = REPO / "node_modules/.bin/mcp-inspector"
     commands = [line for line in _talk_section().splitlines() if line.startswith("npx mcp-inspector ")]
     assert len(commands) == 3
-    env = {**os.environ, "HOME": str(tmp_path), "MCP_CATALOG_PATH": str(tmp_path / "mcp.json")}
-    config = (REPO / "examples" / "keyed.yaml").read_text()
-    async with running_gateway(config, base_dir=REPO / "examples") as gw:
+    env = {**os.environ, "HOME": str(here), "MCP_CATALOG_PATH": str(here / "mcp.json")}
+    config = (here / "examples" / "keyed.yaml").read_text()
+    async with running_gateway(config, base_dir=here / "examples") as gw:
         outputs = []
         for line in commands:
             argv = shlex.split(line.replace("$MCP_GATEWAY_KEY", key).replace("http://127.0.0.1:8081", gw.url))
@@ -130,7 +142,7 @@ async def test_readme_talk_to_it_inspector_commands_work_over_http_and_stdio(key
                 cut = argv.index("--")
                 assert argv[cut + 1] == ".venv/bin/mcp-gateway"
                 argv[cut:cut + 2] = ["-e", f"PYTHONPATH={REPO}", "--", sys.executable, "-m", "gateway.cli"]
-            code, out, err = await _run(*argv, env=env, cwd=REPO)
+            code, out, err = await _run(*argv, env=env, cwd=here)
             assert code == 0, (line, out, err)
             outputs.append(json.loads(out))
     http_list, call, stdio_list = outputs
@@ -139,7 +151,7 @@ async def test_readme_talk_to_it_inspector_commands_work_over_http_and_stdio(key
     assert call["content"][0]["text"] == "hi"
 
 
-async def test_readme_talk_to_it_sdk_snippet_runs(key: str) -> None:
+async def test_readme_talk_to_it_sdk_snippet_runs(key: str, here: Path) -> None:
     """The section's Python block, run as written (the URL's port and the stdio command aside)."""
     from tests.support import running_gateway
 
@@ -151,9 +163,9 @@ async def test_readme_talk_to_it_sdk_snippet_runs(key: str) -> None:
     assert stdio_command in snippet and stdio_env in snippet
     snippet = snippet.replace(stdio_command, f'command={sys.executable!r}, args=["-m", "gateway.cli", "stdio",')
     snippet = snippet.replace(stdio_env, f'env={{"MCP_GATEWAY_KEY": KEY, "PYTHONPATH": {str(REPO)!r}}}')
-    config = (REPO / "examples" / "keyed.yaml").read_text()
-    async with running_gateway(config, base_dir=REPO / "examples") as gw:
+    config = (here / "examples" / "keyed.yaml").read_text()
+    async with running_gateway(config, base_dir=here / "examples") as gw:
         code, out, err = await _run(sys.executable, "-c", snippet.replace("http://127.0.0.1:8081", gw.url),
-                                    env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO)
+                                    env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=here)
     assert code == 0, err
     assert out.splitlines() == ["['tiny_countdown', 'tiny_echo', 'tiny_word_count']", "hi", "['summarize']"]
