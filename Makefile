@@ -9,23 +9,32 @@ CONFIG ?= examples/quickstart.yaml
 
 # Every install is pinned by constraints.txt (exact versions of the whole test venv, the bench
 # peer included); `make constraints` regenerates it from the newest versions that resolve.
-CONSTRAINED := $(PIP) install -q -c constraints.txt
+# Not quiet: a first install takes about a minute, and pip's "Collecting ..." lines show it moving.
+CONSTRAINED := $(PIP) install --progress-bar off -c constraints.txt
 
 $(VENV)/.installed-base: pyproject.toml constraints.txt
+	@echo "==> [1/3] creating the virtual environment $(VENV) ($(PYTHON))"
 	$(PYTHON) -m venv $(VENV)
-	$(CONSTRAINED) --upgrade pip
+	@echo "==> [2/3] upgrading pip"
+	$(CONSTRAINED) -q --upgrade pip
+	@echo "==> [3/3] installing mcp-gateway and its dependencies (pinned by constraints.txt; about a minute the first time)"
 	$(CONSTRAINED) -e .
 	touch $@
+	@echo "==> installed: .venv/bin/mcp-gateway"
 
 $(VENV)/.installed-test: pyproject.toml constraints.txt
+	@echo "==> [1/3] creating the virtual environment $(VENV) ($(PYTHON))"
 	$(PYTHON) -m venv $(VENV)
-	$(CONSTRAINED) --upgrade pip
+	@echo "==> [2/3] upgrading pip"
+	$(CONSTRAINED) -q --upgrade pip
+	@echo "==> [3/3] installing mcp-gateway with the test extras (pinned by constraints.txt)"
 	$(CONSTRAINED) -e '.[test]'
 	touch $(VENV)/.installed-base $@
 
 # The bench extra (FastMCP, the peer the benches compare with) resolves with the SDK the tests
 # use, so it goes into the same venv.
 $(VENV)/.installed-bench: $(VENV)/.installed-test
+	@echo "==> installing the bench extra"
 	$(CONSTRAINED) -e '.[test,bench]'
 	touch $@
 
@@ -45,6 +54,7 @@ constraints:
 # and 0.2.0-alpha.12, aliased conformance-next, for 2026-07-28; the server-everything upstream; the
 # MCP Inspector CLI, a client that validates results against outputSchema).
 node_modules/.installed: package.json
+	@echo "==> installing the Node test peers (package.json: Node 22, the conformance suites, the Inspector CLI)"
 	npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
@@ -62,6 +72,7 @@ node_modules/.installed: package.json
 	$(PYTHON) tests/deploy/helm_binary.py $@
 
 run: $(VENV)/.installed-base
+	@echo "==> serving $(CONFIG) (Ctrl-C stops it)"
 	$(VENV)/bin/mcp-gateway serve --config $(CONFIG)
 
 test: $(VENV)/.installed-test node_modules/.installed .tools/helm .tools/debian-peers

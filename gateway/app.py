@@ -34,7 +34,7 @@ from connectors.base import Connector, Health
 from connectors.registry import connector_class
 from gateway.auth import Authenticator
 from gateway.catalog import LIST_CHANGED, Catalog
-from gateway.checks import policy_problems
+from gateway.checks import config_warnings, policy_problems
 from gateway.config import AuthConfig, GatewayConfig, RelayLimits, ServerRequestLimits, locate
 from gateway.context import CallContext, LocalHandler, Principal
 from gateway.dispatch import MODERN_CATALOG_METHODS, CacheHints, Dispatcher
@@ -161,7 +161,8 @@ class Gateway:
         authenticator = None
         if serving:
             authenticator = Authenticator(self.config.auth, self.config.base_dir, self.config.gateway.name)
-            for problem in policy_problems(self.config):
+            # What validate reports without refusing the file (a stdio principal no rule admits).
+            for problem in policy_problems(self.config) + config_warnings(self.config):
                 where, _ = locate(problem.path, {})
                 log.warning("config %s: %s", where, problem.message)
         self.connectors = await self._start_connectors(self.config)
@@ -443,14 +444,14 @@ class Gateway:
 
     async def dispatch(self, session: Session, request_id: str | int, method: str, params: dict[str, Any],
                        traceparent: str | None = None, local: LocalHandler | None = None,
-                       via: Dispatcher | None = None) -> dict[str, Any]:
+                       via: Dispatcher | None = None, *, authorization: str | None = None) -> dict[str, Any]:
         """``via``: an endpoint's dispatcher (gateway.endpoints), else the gateway's."""
         dispatcher = via or self.dispatcher
         if not self.draining:
-            return await dispatcher.dispatch(session, request_id, method, params, traceparent, local)
+            return await dispatcher.dispatch(session, request_id, method, params, traceparent, local, authorization=authorization)
         self._drain_activity()  # a request while draining: the linger starts again, now and at its end
         try:
-            return await dispatcher.dispatch(session, request_id, method, params, traceparent, local)
+            return await dispatcher.dispatch(session, request_id, method, params, traceparent, local, authorization=authorization)
         finally:
             self._drain_activity()
 

@@ -15,11 +15,18 @@ no connection:
 * **endpoints** (:func:`endpoint_problems`): a selection rule naming a connector that is not
   configured; a search endpoint's ``embeddings.api_key_env`` naming a variable that is not set.
 
+:func:`config_warnings` finds what is legal but probably not meant (``validate`` prints them, the
+gateway logs them at start, neither refuses the config): a stdio principal that no access rule
+admits (``mcp-gateway stdio`` would serve it nothing).
+
 A spec given as a URL is fetched only by :func:`deep_check` (``validate --deep``): it starts every
-connector as the gateway would (loads specs, connects to databases and upstreams), pings the Redis
+connector it is given as the gateway would (``validate`` gives it each connector whose own entry
+passed the checks above, whatever the others' problems) (loads specs, connects to databases and upstreams), pings the Redis
 rate-limit backend, opens the audit store and fetches the JWKS, and reports one :class:`Probe`
 each. A connector's ``problems()`` fail its probe: an upstream MCP ``overrides`` entry naming a tool
-the upstream does not list is one (two overrides onto one name are a schema error already).
+the upstream does not list is one (two overrides onto one name are a schema error already). A
+connector that failed reports what its upstream process last wrote to stderr (npm's 404, a Python
+traceback's last line), unless its own error already says it.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import asyncio
 import hashlib
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,9 +53,10 @@ from connectors.static.config import StaticConfig
 from gateway.config import ConnectorConfig, GatewayConfig, PathKey
 from gateway.context import ANONYMOUS
 from gateway.oauth.service import probe_token_store, uses_oauth
+from gateway.stderr_tail import StderrTail
 
 __all__ = ["Problem", "Probe", "problems", "policy_problems", "connector_problems", "deep_check",
-           "endpoint_problems"]
+           "endpoint_problems", "config_warnings"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +78,27 @@ class Probe:
 
 def problems(config: GatewayConfig) -> list[Problem]:
     return policy_problems(config) + connector_problems(config) + endpoint_problems(config)
+
+
+def config_warnings(config: GatewayConfig) -> list[Problem]:
+    """What is legal but probably not meant (see the module docstring); each is worth a WARNING."""
+    return stdio_principal_warnings(config)
+
+
+def stdio_principal_warnings(config: GatewayConfig) -> list[Problem]:
+    """Access is default-deny once any rule exists: ``auth.stdio_principal`` (``local`` unless set)
+    that no rule names (``*``, or its name: a stdio principal has no groups) with an ``allow``
+    would be served nothing by ``mcp-gateway stdio``, with no error anywhere to say why."""
+    if not config.access:
+        return []
+    name = config.auth.stdio_principal
+    if any(rule.allow and ("*" in rule.principals or name in rule.principals) for rule in config.access):
+        return []
+    return [Problem(("auth", "stdio_principal"),
+                    f"no access rule allows anything to the stdio principal {name!r}: `mcp-gateway stdio` "
+                    f"would serve it no tools, resources or prompts (access is default-deny once rules exist); "
+                    f"name {name!r} (or \"*\") in a rule's principals, or set auth.stdio_principal to a "
+                    f"principal a rule allows")]
 
 
 def endpoint_problems(config: GatewayConfig) -> list[Problem]:
@@ -140,10 +170,12 @@ def policy_problems(config: GatewayConfig) -> list[Problem]:
 
 # -- connectors --------------------------------------------------------------------------------------
 
-def connector_problems(config: GatewayConfig) -> list[Problem]:
+def connector_problems(config: GatewayConfig, indices: Sequence[int] | None = None) -> list[Problem]:
+    """``indices``: each connector's position in the file, when ``config`` holds only some of its
+    entries (:class:`gateway.config.PartialConfig`); problems name that position."""
     out: list[Problem] = []
     base = Path(config.base_dir)
-    for i, cfg in enumerate(config.connectors):
+    for i, cfg in zip(range(len(config.connectors)) if indices is None else indices, config.connectors, strict=True):
         where: PathKey = ("connectors", i)
         if isinstance(cfg, OpenAPIConfig):
             out += _openapi(cfg, base, where)
@@ -228,9 +260,12 @@ class _Silent:
         pass
 
 
-async def deep_check(config: GatewayConfig, timeout_s: float = 60.0) -> list[Probe]:
-    """Start each connector and reach each backend the config names, all at once."""
+async def deep_check(config: GatewayConfig, timeout_s: float = 60.0, connectors_only: bool = False) -> list[Probe]:
+    """Start each connector and reach each backend the config names, all at once;
+    ``connectors_only``: the connectors alone (the rest of ``config`` is not the file's)."""
     probes = [_probe_connector(config, cfg, timeout_s) for cfg in config.connectors]
+    if connectors_only:
+        return list(await asyncio.gather(*probes))
     if config.rate_limits.backend != "memory":
         probes.append(_probe_redis(config, timeout_s))
     if config.audit.enabled and config.audit.store.strip() not in ("", "none"):
@@ -256,25 +291,26 @@ def _counts(connector: Connector) -> str:
 async def _probe_connector(config: GatewayConfig, cfg: ConnectorConfig, timeout_s: float) -> Probe:
     subject = f"connector {cfg.name} ({cfg.type})"
     connector = connector_class(cfg.type)(cfg, base_dir=Path(config.base_dir))
-    try:
-        async with asyncio.timeout(timeout_s):
-            await connector.start(_Silent(), NO_INSTRUMENTATION)
-        health = connector.health()
-        if not health.up:
-            return Probe(subject, False, f"down: {health.detail or 'no detail'}")
-        found = connector.problems()
-        if found:
-            return Probe(subject, False, "; ".join(found))
-        return Probe(subject, True, _counts(connector))
-    except TimeoutError:
-        return Probe(subject, False, f"did not start within {timeout_s:g}s")
-    except Exception as exc:
-        return Probe(subject, False, str(exc) or type(exc).__name__)
-    finally:
+    with StderrTail(cfg) as stderr:
         try:
-            await connector.stop()
-        except Exception:  # noqa: S110 - a probe reports the start; stopping what half-started may fail too
-            pass
+            async with asyncio.timeout(timeout_s):
+                await connector.start(_Silent(), NO_INSTRUMENTATION)
+            health = connector.health()
+            if not health.up:
+                return Probe(subject, False, stderr.explain(f"down: {health.detail or 'no detail'}"))
+            found = connector.problems()
+            if found:
+                return Probe(subject, False, "; ".join(found))
+            return Probe(subject, True, _counts(connector))
+        except TimeoutError:
+            return Probe(subject, False, stderr.explain(f"did not start within {timeout_s:g}s"))
+        except Exception as exc:
+            return Probe(subject, False, stderr.explain(str(exc) or type(exc).__name__))
+        finally:
+            try:
+                await connector.stop()
+            except Exception:  # noqa: S110 - a probe reports the start; stopping what half-started may fail too
+                pass
 
 
 def _redacted(url: str) -> str:

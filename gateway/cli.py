@@ -3,9 +3,10 @@
     mcp-gateway serve --config F [--host H] [--port P]   HTTP transports (Streamable HTTP, SSE)
                       [--workers N]                       N processes on one port (needs state.store: redis)
     mcp-gateway stdio --config F [--endpoint NAME]        one session on stdin/stdout (of one endpoint)
-    mcp-gateway validate F [--deep]                       exit 0, or the precise errors and exit 2;
-                                                          --deep also starts every connector and
-                                                          reaches every backend: exit 1 on a failure
+    mcp-gateway validate F [--deep]                       exit 0, or every problem found and exit 2
+                                                          (warnings: exit 0); --deep also starts every
+                                                          connector whose entry passed and reaches every
+                                                          backend: exit 1 on a failure
     mcp-gateway list F [--json] [--endpoint NAME]         the catalog (or what one endpoint serves), as
                                                           */list would send it; exit 1 when a connector
                                                           failed or is down, 2 for an endpoint's problems
@@ -258,31 +259,69 @@ async def _selection_problems(config: GatewayConfig) -> list[Any]:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from gateway.checks import deep_check, problems
+    """Every problem in one run: schema errors, then what the checks find in every part the schema
+    accepted (a type error in one connector hides no missing file in another), then warnings; with
+    ``--deep``, every connector whose own entry passed is probed, whatever the others' problems.
+    Exit 2 for any problem of the file, else 1 for a failed probe, else 0 (warnings do not fail)."""
+    from gateway.checks import (
+        Problem,
+        config_warnings,
+        connector_problems,
+        deep_check,
+        endpoint_problems,
+        policy_problems,
+    )
+    from gateway.config import load_partial
 
     lines: dict[PathKey, int] = {}
-    config = _load(args.file, lines)
-    found = problems(config)
-    for problem in found:
+
+    def report(problem: Problem, kind: str = "") -> None:
         path, line = locate(problem.path, lines)
-        print(f"{args.file}: {path}{f' (line {line})' if line else ''}: {problem.message}", file=sys.stderr)
-    if found:
+        print(f"{args.file}: {kind}{path}{f' (line {line})' if line else ''}: {problem.message}", file=sys.stderr)
+
+    try:
+        partial = load_partial(args.file, lines=lines)
+    except ConfigError as exc:  # the file as a whole is unreadable (YAML, unset variables: all of them)
+        for error in getattr(exc, "errors", [exc]):
+            print(f"{args.file}: {error}", file=sys.stderr)
         return 2
+    config = partial.config
+    for error in partial.errors:
+        print(f"{args.file}: {error}", file=sys.stderr)
+    by_connector = connector_problems(config, partial.indices)
+    found: list[Problem] = []
+    if partial.complete:
+        found += policy_problems(config)
+    found += by_connector
+    # A rule naming a connector whose entry is invalid is not a problem of the rule.
+    if partial.complete and not any(e.path.startswith("connectors[") for e in partial.errors):
+        found += endpoint_problems(config)
+    for problem in found:
+        report(problem)
+    for warning in config_warnings(config) if partial.complete else ():
+        report(warning, "warning: ")
+    failed = 0
     if args.deep:
         logging.basicConfig(stream=sys.stderr, level=logging.ERROR)
-        probes = _run_value(deep_check(config))
+        bad = {problem.path[1] for problem in by_connector}
+        probed = config.model_copy(update={"connectors": tuple(
+            cfg for i, cfg in zip(partial.indices, config.connectors, strict=True) if i not in bad)})
+        # Without a valid top level only the connectors can be probed (the rest is defaults).
+        probes = _run_value(deep_check(probed, connectors_only=not partial.complete))
         for probe in probes:
             print(f"{probe.subject}: {'ok' if probe.ok else 'FAILED'}: {probe.detail}")
         failed = sum(1 for p in probes if not p.ok)
         if failed:
             print(f"{args.file}: {failed} of {len(probes)} checks failed", file=sys.stderr)
-            return 1
-        selection = _run_value(_selection_problems(config))
-        for problem in selection:
-            path, line = locate(problem.path, lines)
-            print(f"{args.file}: {path}{f' (line {line})' if line else ''}: {problem.message}", file=sys.stderr)
-        if selection:
-            return 2
+        elif not found and not partial.errors:
+            selection = _run_value(_selection_problems(config))
+            for problem in selection:
+                report(problem)
+            found += selection
+    if found or partial.errors:
+        return 2
+    if failed:
+        return 1
     print(f"{args.file}: OK")
     return 0
 

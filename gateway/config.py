@@ -19,6 +19,7 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -54,7 +55,10 @@ __all__ = [
     "EgressConfig",
     "GatewayConfig",
     "load_config",
+    "load_partial",
     "parse_config",
+    "parse_partial",
+    "PartialConfig",
     "interpolate",
     "locate",
     "PathKey",
@@ -442,16 +446,21 @@ _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 def interpolate(value: Any, env: Mapping[str, str] | None = None, path: PathKey = (),
                 lines: dict[PathKey, int] | None = None) -> Any:
-    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string; ``$${`` escapes a literal ``${``."""
+    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string; ``$${`` escapes a literal ``${``.
+    Every variable that is not set is reported, all in one :class:`ConfigError`."""
     variables: Mapping[str, str] = os.environ if env is None else env
-    return _interpolate(value, variables, path, lines)
+    errors: list[ConfigError] = []
+    out = _interpolate(value, variables, path, lines, errors)
+    _raise(errors)
+    return out
 
 
-def _interpolate(value: Any, env: Mapping[str, str], path: PathKey, lines: dict[PathKey, int] | None) -> Any:
+def _interpolate(value: Any, env: Mapping[str, str], path: PathKey, lines: dict[PathKey, int] | None,
+                 errors: list[ConfigError]) -> Any:
     if isinstance(value, dict):
-        return {k: _interpolate(v, env, path + (k,), lines) for k, v in value.items()}
+        return {k: _interpolate(v, env, path + (k,), lines, errors) for k, v in value.items()}
     if isinstance(value, list):
-        return [_interpolate(v, env, path + (i,), lines) for i, v in enumerate(value)]
+        return [_interpolate(v, env, path + (i,), lines, errors) for i, v in enumerate(value)]
     if not isinstance(value, str) or "${" not in value:
         return value
 
@@ -461,8 +470,9 @@ def _interpolate(value: Any, env: Mapping[str, str], path: PathKey, lines: dict[
             return env[var]
         if default is not None:
             return default
-        raise ConfigError(f"environment variable {var} is not set (use ${{{var}:-default}} for a default)",
-                          _format_path(path), _line_for(path, lines or {}))
+        errors.append(ConfigError(f"environment variable {var} is not set (use ${{{var}:-default}} for a default)",
+                                  _format_path(path), _line_for(path, lines or {})))
+        return ""
 
     escaped = value.replace("$${", "\x00")
     return _ENV.sub(repl, escaped).replace("\x00", "${")
@@ -497,6 +507,30 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
                  lines: dict[PathKey, int] | None = None) -> GatewayConfig:
     """Validate config text. Raises :class:`ConfigError` naming the path and line of each problem;
     ``lines``, when given, receives the line of every path (see :func:`locate`)."""
+    partial = parse_partial(text, base_dir, env, lines)
+    _raise(list(partial.errors))
+    return partial.config
+
+
+@dataclass(frozen=True, slots=True)
+class PartialConfig:
+    """What a file with schema errors still tells (``validate`` checks it, to report every problem
+    in one run): ``config`` holds the connector entries that are valid on their own (``indices``:
+    each one's position in the file) and, when ``complete``, every other section as written; when
+    not, the other sections are their defaults and say nothing about the file. ``errors`` are the
+    schema errors (none: ``config`` is the whole, valid config)."""
+
+    config: GatewayConfig
+    complete: bool
+    indices: tuple[int, ...]
+    errors: tuple[ConfigError, ...]
+
+
+def parse_partial(text: str, base_dir: str | Path = ".", env: dict[str, str] | None = None,
+                  lines: dict[PathKey, int] | None = None) -> PartialConfig:
+    """:func:`parse_config` without raising for schema errors (they are returned, with what is
+    valid despite them); what makes the file unreadable as a whole (YAML, an unset variable, a top
+    level that is not a mapping) still raises :class:`ConfigError`."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -514,6 +548,7 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
 
     errors: list[ConfigError] = []
     connectors: list[ConnectorConfig] = []
+    indices: list[int] = []
     raw_connectors = raw.get("connectors") or []
     if not isinstance(raw_connectors, list):
         _raise([ConfigError("must be a list of connectors", "connectors", _line_for(("connectors",), lines))])
@@ -544,14 +579,17 @@ def parse_config(text: str, base_dir: str | Path = ".", env: dict[str, str] | No
                                       _format_path(where + ("name",)), _line_for(where + ("name",), lines)))
         seen[cfg.name] = i
         connectors.append(cfg)
+        indices.append(i)
     rest = {k: v for k, v in raw.items() if k != "connectors"}
+    complete = True
     try:
         config = GatewayConfig.model_validate({**rest, "base_dir": str(base_dir)})
     except ValidationError as exc:
         errors.extend(_errors_from(exc, (), lines))
+        config, complete = GatewayConfig(base_dir=str(base_dir)), False
     errors.extend(ConfigError(m, _format_path(p), _line_for(p, lines)) for p, m in identity_problems(raw))
-    _raise(errors)
-    return config.model_copy(update={"connectors": tuple(connectors)})
+    return PartialConfig(config.model_copy(update={"connectors": tuple(connectors)}), complete, tuple(indices),
+                         tuple(errors))
 
 
 def _egress_default(raw: Any) -> dict[str, Any]:
@@ -569,9 +607,17 @@ def _egress_default(raw: Any) -> dict[str, Any]:
 def load_config(path: str | Path, env: dict[str, str] | None = None,
                 lines: dict[PathKey, int] | None = None) -> GatewayConfig:
     """Read and validate a config file; relative paths inside resolve against its folder."""
+    partial = load_partial(path, env, lines)
+    _raise(list(partial.errors))
+    return partial.config
+
+
+def load_partial(path: str | Path, env: dict[str, str] | None = None,
+                 lines: dict[PathKey, int] | None = None) -> PartialConfig:
+    """:func:`load_config` as :func:`parse_partial` (schema errors returned, not raised)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {p}: {exc.strerror or exc}") from None
-    return parse_config(text, base_dir=p.resolve().parent, env=env, lines=lines)
+    return parse_partial(text, base_dir=p.resolve().parent, env=env, lines=lines)

@@ -53,7 +53,6 @@ class SessionHandle(Protocol):
     client_info: dict[str, Any]
     client_capabilities: dict[str, Any]
     principal: Principal
-    caller_authorization: str | None
 
     async def notify(self, method: str, params: dict[str, Any] | None = None,
                      related_request_id: str | int | None = None) -> None: ...
@@ -102,8 +101,9 @@ class CallContext:
     progress_token: str | int | None = None
     visible: Visibility | None = None  # None: everything is visible
     started: float = field(default_factory=time.perf_counter)
-    # The caller's own Authorization header (HTTP transports), for connectors configured to
-    # forward it (``forward_caller``). Never logged, traced or audited.
+    # The caller's own Authorization header of this very request (HTTP transports), for connectors
+    # configured to forward it (``forward_caller``). Per request, never per session: two concurrent
+    # POSTs of one session may carry different tokens. Never logged, traced or audited.
     caller_authorization: str | None = field(default=None, repr=False)
     # Set by dispatch: the request was refused before the chain (unknown method, malformed
     # params); the endpoint raises it, so the refusal is counted, traced and audited like a call.

@@ -289,9 +289,12 @@ class Dispatcher:
         return connector.config.timeout_s or self.request_timeout_s
 
     async def dispatch(self, session: SessionHandle, request_id: str | int, method: str, params: dict[str, Any],
-                       traceparent: str | None = None, local: LocalHandler | None = None) -> dict[str, Any]:
+                       traceparent: str | None = None, local: LocalHandler | None = None,
+                       *, authorization: str | None = None) -> dict[str, Any]:
         """Run one request through the chain. ``local`` serves a session method (initialize,
-        logging/setLevel) at the end of the chain instead of the catalog.
+        logging/setLevel) at the end of the chain instead of the catalog. ``authorization`` is the
+        caller's Authorization header of this request (``ctx.caller_authorization``), never a
+        session's: a session's concurrent requests may carry different credentials.
 
         A request that is refused before reaching a backend (unknown method, malformed params)
         still travels the chain, so that it is counted, traced and audited like any other; the
@@ -329,7 +332,7 @@ class Dispatcher:
             deadline=None if timeout is None else time.monotonic() + timeout,
             traceparent=traceparent,
             progress_token=progress_token,
-            caller_authorization=session.caller_authorization,
+            caller_authorization=authorization,
             rejection=rejection,
             local=local if rejection is None else None,
             endpoint=self.endpoint,

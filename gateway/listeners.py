@@ -53,7 +53,6 @@ class Listener:
         self.client_info = session.client_info
         self.client_capabilities = session.client_capabilities
         self.principal = session.principal
-        self.caller_authorization = session.caller_authorization
 
     def tagged(self, params: dict[str, Any] | None) -> dict[str, Any]:
         out = dict(params or {})

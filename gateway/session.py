@@ -90,8 +90,10 @@ class SessionHost(Protocol):
     def capabilities(self) -> dict[str, Any]: ...
 
     async def dispatch(self, session: Session, request_id: str | int, method: str, params: dict[str, Any],
-                       traceparent: str | None = None, local: LocalHandler | None = None) -> dict[str, Any]:
-        """Run a request through the filter chain (to the catalog, or to ``local``)."""
+                       traceparent: str | None = None, local: LocalHandler | None = None,
+                       *, authorization: str | None = None) -> dict[str, Any]:
+        """Run a request through the filter chain (to the catalog, or to ``local``); ``traceparent``
+        and ``authorization`` are this request's own (HTTP headers), never the session's."""
 
     async def session_closed(self, session: Session) -> None: ...
 
@@ -128,9 +130,6 @@ class Session:
         self.client_capabilities: dict[str, Any] = {}
         self.log_level = "info"
         self.last_active = time.monotonic()
-        # The caller's own Authorization header (HTTP transports); connectors that forward caller
-        # credentials read it from ctx.caller_authorization. Never logged or audited.
-        self.caller_authorization: str | None = None
         self._inflight: dict[str | int, asyncio.Task[Any]] = {}
         self._cancelled: set[str | int] = set()
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -147,8 +146,11 @@ class Session:
         return self.lifecycle.state
 
     # -- incoming -----------------------------------------------------------------------------
-    async def handle_request(self, message: dict[str, Any], traceparent: str | None = None) -> dict[str, Any] | None:
-        """Serve one request; returns the response, or None if the client cancelled it."""
+    async def handle_request(self, message: dict[str, Any], traceparent: str | None = None,
+                             authorization: str | None = None) -> dict[str, Any] | None:
+        """Serve one request; returns the response, or None if the client cancelled it.
+        ``authorization`` is the Authorization header of the HTTP request that carried it: a
+        session keeps none, so concurrent POSTs cannot forward each other's credentials."""
         rid = message["id"]
         method = message["method"]
         params = message.get("params") or {}
@@ -159,7 +161,7 @@ class Session:
         if task is not None:
             self._inflight[rid] = task
         try:
-            result = await self._serve(rid, method, params, traceparent)
+            result = await self._serve(rid, method, params, traceparent, authorization)
             return jsonrpc.result_response(rid, result)
         except asyncio.CancelledError:
             if rid in self._cancelled and task is not None:
@@ -178,16 +180,19 @@ class Session:
                 self._budget.call_ended(rid)
             self._relay.call_ended(rid)
 
-    async def _serve(self, rid: str | int, method: str, params: dict[str, Any], traceparent: str | None) -> dict[str, Any]:
+    async def _serve(self, rid: str | int, method: str, params: dict[str, Any], traceparent: str | None,
+                     authorization: str | None) -> dict[str, Any]:
         if method == "initialize":
             # Travels the chain even when refused, so a second initialize is audited.
-            return await self.host.dispatch(self, rid, method, params, traceparent, local=self._initialize)
+            return await self.host.dispatch(self, rid, method, params, traceparent, local=self._initialize,
+                                            authorization=authorization)
         self.lifecycle.admit(method).check()
         if method == "ping":  # liveness only: not worth an audit event or a span
             return {}
         if method == "logging/setLevel":
-            return await self.host.dispatch(self, rid, method, params, traceparent, local=self._set_level)
-        return await self.host.dispatch(self, rid, method, params, traceparent)
+            return await self.host.dispatch(self, rid, method, params, traceparent, local=self._set_level,
+                                            authorization=authorization)
+        return await self.host.dispatch(self, rid, method, params, traceparent, authorization=authorization)
 
     async def _set_level(self, ctx: CallContext) -> dict[str, Any]:
         level = ctx.params.get("level")

@@ -98,7 +98,8 @@ class StatelessHost(Protocol):
         ``subscriptions/listen``), or None for a catalog method."""
 
     async def dispatch(self, session: Any, request_id: str | int, method: str, params: dict[str, Any],
-                       traceparent: str | None = None, local: LocalHandler | None = None) -> dict[str, Any]: ...
+                       traceparent: str | None = None, local: LocalHandler | None = None,
+                       *, authorization: str | None = None) -> dict[str, Any]: ...
 
 
 class StatelessSession:
@@ -114,6 +115,7 @@ class StatelessSession:
         self.client_info: dict[str, Any] = meta.client_info
         self.client_capabilities: dict[str, Any] = meta.client_capabilities
         self.log_level = meta.log_level
+        # This one request's Authorization header (an object per request, never shared by two).
         self.caller_authorization = caller_authorization
         self.lifecycle = StatelessLifecycle()
         self._send = send
@@ -205,7 +207,8 @@ class StatelessSession:
                 self._asked_before = asked if isinstance(asked, int) else 0
             # The call itself (inline rather than a coroutine of its own: this frame is resumed on
             # every await of every call).
-            call = self.host.dispatch(self, rid, method, params, traceparent, local)
+            call = self.host.dispatch(self, rid, method, params, traceparent, local,
+                                      authorization=self.caller_authorization)
             if method not in MRTR_METHODS:
                 return jsonrpc.result_response(rid, await call)
             if not self.client_capabilities.keys() & _INPUT_CAPABILITIES:

@@ -69,7 +69,6 @@ class _Remote:
 
     transport = "streamable_http"
     protocol_version = ""
-    caller_authorization: str | None = None
 
     def __init__(self, owner: Subscriptions, session_id: str, principal: Principal) -> None:
         self._owner = owner

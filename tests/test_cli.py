@@ -270,6 +270,8 @@ connectors:
         "connectors[2].command (line 15): command 'nodee' is not on PATH",
         "connectors[3].url (line 16): sqlite database file not found",
         "connectors[4].resources[0].path (line 17): file not found",
+        # Not an error (exit 2 is the others'): stdio would serve 'local' nothing (issue 27).
+        "warning: auth.stdio_principal (line 1): no access rule allows anything to the stdio principal 'local'",
     ]
     assert len(lines) == len(expected), result.stderr
     for line, want in zip(lines, expected, strict=True):

@@ -20,6 +20,13 @@ every 401: a resource may move to another issuer, SEP-2352), the client identity
 * :meth:`OAuthClient.insufficient_scope` (a 403 ``insufficient_scope``): the next grant asks for
   the union of the scopes asked so far, granted, and challenged; at most ``max_step_up`` times per
   (principal, challenged scopes), then :class:`UpstreamAuthError` naming the scope.
+* The scope a 401 named is remembered per authorization server (this connector, that issuer) and
+  asked for by every principal's first authorization there, not only by the principal that got
+  the 401 (which would make everyone else's first authorization ask for nothing, then step up).
+* An authorization round that ends without a grant (refused at the callback: a wrong or missing
+  ``iss``; an error; nobody came) makes the next link for that key wait, doubling from
+  :data:`LINK_BACKOFF_INITIAL_S` to :data:`LINK_BACKOFF_MAX_S`: meanwhile :meth:`token` raises
+  :class:`UpstreamAuthError` saying when, instead of issuing (and logging) a link per reconnect.
 
 Errors never carry a token, a secret or a code; the authorization URL is not a secret (it holds
 a PKCE challenge and a ``state`` that only the broker can redeem).
@@ -42,11 +49,16 @@ from .http import OAuthHTTP, OAuthHTTPError
 from .port import Grant, GrantKey, OAuthPort, new_state
 from .registration import ClientIdentity, RegistrationError, client_for
 
-__all__ = ["OAuthClient", "AuthorizationRequired", "UpstreamAuthError", "SERVICE"]
+__all__ = ["OAuthClient", "AuthorizationRequired", "UpstreamAuthError", "SERVICE", "LINK_BACKOFF_INITIAL_S",
+           "LINK_BACKOFF_MAX_S"]
 
 log = logging.getLogger("connectors.oauth")
 
 SERVICE = ""  # the principal of the service identity (listings, shared sessions)
+# The wait before a new authorization link after a round that ended without a grant, doubled per
+# such round in a row: a refusing server (a wrong iss) must not get a link per reconnect attempt.
+LINK_BACKOFF_INITIAL_S = 1.0
+LINK_BACKOFF_MAX_S = 60.0
 
 
 class UpstreamAuthError(BackendUnavailable):
@@ -67,9 +79,9 @@ class AuthorizationRequired(UpstreamAuthError):
 
 class OAuthClient:
     def __init__(self, connector: str, server_url: str, cfg: OAuthConfig, http: OAuthHTTP,
-                 port: Callable[[], OAuthPort]) -> None:
+                 port: Callable[[], OAuthPort], clock: Callable[[], float] = time.monotonic) -> None:
         """``port``: the connector's current :class:`OAuthPort` (read on use: the gateway sets it
-        after construction)."""
+        after construction); ``clock``: monotonic seconds, for the link backoff (tests inject one)."""
         self.connector = connector
         self.server_url = server_url
         self.cfg = cfg
@@ -82,6 +94,10 @@ class OAuthClient:
         self._grants: dict[GrantKey, tuple[Grant, float]] = {}  # grant, renew-after instant
         self._flights: dict[GrantKey, asyncio.Future[Grant]] = {}
         self._scopes: dict[str, tuple[str, ...]] = {}  # per principal: what to ask for next
+        self._challenged: dict[str, tuple[str, ...]] = {}  # per issuer: the scope a 401 named
+        self.clock = clock
+        # per key: (rounds in a row that ended without a grant, when the last one did, no link before)
+        self._link_failures: dict[GrantKey, tuple[int, float, float]] = {}
         self._step_ups: dict[tuple[str, tuple[str, ...]], int] = {}
         self._refused: dict[GrantKey, int] = {}
         self.token_requests = 0  # grants requested from token endpoints (for tests and benchmarks)
@@ -139,6 +155,7 @@ class OAuthClient:
             lifetime = max(0.0, grant.expires_at - time.time())
             renew = grant.expires_at - min(self.cfg.refresh_margin_s, lifetime * 0.1)
         self._grants[key] = (grant, renew)
+        self._link_failures.pop(key, None)
 
     async def _keep(self, key: GrantKey, grant: Grant) -> Grant:
         self._remember(key, grant)
@@ -188,7 +205,7 @@ class OAuthClient:
             return tuple(self.cfg.scopes)
         if challenge is not None and challenge.scope:
             return challenge.scope
-        return d.resource_scopes
+        return self._challenged.get(d.issuer) or d.resource_scopes
 
     async def _new_grant(self, d: Discovery, key: GrantKey, subject_token: str | None) -> Grant:
         client = await self.client(d)
@@ -229,6 +246,12 @@ class OAuthClient:
         if not self.cfg.redirect_uri:
             raise UpstreamAuthError(f"upstream {self.connector} needs an authorization code grant, and its oauth block "
                                     "has no redirect_uri")
+        _, _, not_before = self._link_failures.get(key, (0, 0.0, 0.0))
+        wait = not_before - self.clock()
+        if wait > 0:
+            raise UpstreamAuthError(f"upstream {self.connector}: the last authorization at {d.issuer} ended without a "
+                                    f"grant (refused at the gateway's callback, or not completed); a new authorization "
+                                    f"link in {wait:.1f}s", {"connector": self.connector, "retry_after_s": round(wait, 1)})
         if "offline_access" in d.as_scopes and "offline_access" not in scopes and scopes:
             scopes = (*scopes, "offline_access")  # SEP-2207: ask for a refresh token where offered
         verifier, challenge = grants.pkce_pair()
@@ -249,10 +272,19 @@ class OAuthClient:
         return AuthorizationRequired(self.connector, key, start)
 
     async def wait_authorized(self, key: GrantKey, timeout: float) -> Grant | None:
+        """The grant of ``key`` once authorised, or None (refused, or not in ``timeout``): then the
+        next link for ``key`` waits (see the module doc)."""
+        started = self.clock()
         grant = await self._port().broker.wait(key, timeout)
         if grant is not None:
             self._remember(key, grant)
-        return grant
+            return grant
+        failures, failed_at, _ = self._link_failures.get(key, (0, float("-inf"), 0.0))
+        if failed_at < started:  # one step per round, however many calls waited for it
+            now = self.clock()
+            delay = min(LINK_BACKOFF_MAX_S, LINK_BACKOFF_INITIAL_S * 2 ** failures)
+            self._link_failures[key] = (failures + 1, now, now + delay)
+        return None
 
     # -- challenges --------------------------------------------------------------------------
     async def unauthorized(self, principal: str, challenge: Challenge, sent: str | None) -> None:
@@ -260,8 +292,10 @@ class OAuthClient:
         :meth:`token` gives what to send next."""
         before = self._discovery
         d = await self.discovery(challenge, again=sent is not None or before is None)
-        if challenge.scope and principal not in self._scopes and not self.cfg.scopes:
-            self._scopes[principal] = challenge.scope
+        if challenge.scope and not self.cfg.scopes:
+            self._challenged[d.issuer] = challenge.scope  # every principal's first authorization asks for it
+            if principal not in self._scopes:
+                self._scopes[principal] = challenge.scope
         if sent is None or (before is not None and before.issuer != d.issuer):
             return
         key = self.key(d, principal)

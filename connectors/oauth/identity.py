@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from typing import TYPE_CHECKING
 
 from connectors.egress import EgressPolicy
@@ -121,7 +122,11 @@ class UpstreamIdentity:
             if answer.get("action") not in (None, "accept"):
                 raise UpstreamAuthError(f"upstream {self.name}: authorisation {answer.get('action')}d by the caller",
                                         {"connector": self.name})
+        started = time.monotonic()
         if await client.wait_authorized(exc.key, wait) is None:
+            if time.monotonic() - started < wait:  # woken early: the round failed (the broker logs why)
+                raise UpstreamAuthError(f"upstream {self.name}: the authorisation at {exc.key.issuer} ended without a "
+                                        "grant (refused at the gateway's callback)", {"connector": self.name})
             raise UpstreamAuthError(f"upstream {self.name}: no authorisation arrived within {wait:g}s",
                                     {"connector": self.name})
 

@@ -450,6 +450,9 @@ class OpenAPIConnector(Connector):
         headers.setdefault("Accept", "application/json, */*;q=0.5")
         if req.content_type:
             headers["Content-Type"] = req.content_type
+        # aiohttp labels every POST/PUT/PATCH "application/octet-stream", a body or not: a request
+        # without a body carries no Content-Type (some servers refuse the made-up one with 415).
+        skip = ("Content-Type",) if req.body is None and not req.content_type else ()
         if req.cookies:
             headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in req.cookies.items())
         attempts = 1 + (self.config.retries if op.idempotent else 0)
@@ -464,6 +467,7 @@ class OpenAPIConnector(Connector):
                 timeout = min(timeout, max(remaining, 0.001))
             try:
                 async with self._egress.request(self._http, req.method, url, headers=headers, data=req.body,
+                                                skip_auto_headers=skip,
                                                 timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
                     if auth is not None and resp.status in (401, 403) and challenges < MAX_ATTEMPTS and \
                             await auth.challenged(resp.status, resp.headers.get("WWW-Authenticate"), value):

@@ -90,7 +90,7 @@ class GatewayPort(Protocol):
 
     async def dispatch(self, session: Any, request_id: str | int, method: str, params: dict[str, Any],
                        traceparent: str | None = None, local: LocalHandler | None = None,
-                       via: Dispatcher | None = None) -> dict[str, Any]: ...
+                       via: Dispatcher | None = None, *, authorization: str | None = None) -> dict[str, Any]: ...
     async def session_closed(self, session: Session) -> None: ...
     def client_roots_changed(self, session: Session) -> None: ...
     def add_session(self, session: Session) -> None: ...
@@ -163,11 +163,12 @@ class EndpointHost:
         return self.view.capabilities()
 
     async def dispatch(self, session: Any, request_id: str | int, method: str, params: dict[str, Any],
-                       traceparent: str | None = None, local: LocalHandler | None = None) -> dict[str, Any]:
+                       traceparent: str | None = None, local: LocalHandler | None = None,
+                       *, authorization: str | None = None) -> dict[str, Any]:
         if self.view.search:
             local = self.search.local_handler(method, params) or local
         return await self.gateway.dispatch(session, request_id, method, params, traceparent, local,
-                                           via=self.dispatcher)
+                                           via=self.dispatcher, authorization=authorization)
 
     async def session_closed(self, session: Session) -> None:
         await self.gateway.session_closed(session)

@@ -192,6 +192,10 @@ class GatewayBroker:
         iss = query.get("iss")
         expected = pending.expected_issuer or pending.key.issuer
         if (iss is None and pending.iss_required) or (iss is not None and iss != expected):
+            # The operator's only clue (the page says nothing of the response): which, and why.
+            log.warning("OAuth callback for connector %s refused: %s", pending.key.connector,
+                        "no iss, which its server advertises" if iss is None else
+                        f"iss {iss[:200]!r} is not the issuer {expected!r} the authorization was sent to")
             self._wake(pending.key)
             # RFC 9207: on a mismatch nothing of the response (error included) is acted on or shown.
             return Page(400, "Authorization failed", "The response did not come from the authorization server "

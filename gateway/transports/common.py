@@ -30,14 +30,15 @@ def batch_refused(session: Session | None, was_batch: bool) -> dict[str, Any] | 
                                   "by this protocol version")
 
 
-async def process_frame(session: Session, messages: list[Incoming], traceparent: str | None = None
-                        ) -> list[dict[str, Any]]:
-    """Handle every message of a frame; returns the responses to send (possibly none)."""
+async def process_frame(session: Session, messages: list[Incoming], traceparent: str | None = None,
+                        authorization: str | None = None) -> list[dict[str, Any]]:
+    """Handle every message of a frame; returns the responses to send (possibly none).
+    ``traceparent`` and ``authorization`` are the frame's own (its HTTP request's headers)."""
     requests = []
     replies: list[dict[str, Any] | None] = []
     for inc in messages:
         if inc.kind == "request":
-            requests.append((len(replies), session.handle_request(inc.message, traceparent)))
+            requests.append((len(replies), session.handle_request(inc.message, traceparent, authorization)))
             replies.append(None)
         elif inc.kind == "notification":
             await session.handle_notification(inc.message)

@@ -170,8 +170,8 @@ class LegacySSE:
             self._spawn(self._send(entry, [refused], False))
             return
         auth, traceparent = message.get("auth"), message.get("tp")
-        entry.session.caller_authorization = auth if isinstance(auth, str) else None
-        self._spawn(self._process(entry, messages, was_batch, traceparent if isinstance(traceparent, str) else None))
+        self._spawn(self._process(entry, messages, was_batch, traceparent if isinstance(traceparent, str) else None,
+                                  auth if isinstance(auth, str) else None))
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)
@@ -195,13 +195,14 @@ class LegacySSE:
         refused = batch_refused(entry.session, was_batch)
         if refused is not None:
             return web.Response(status=400, body=jsonrpc.dumps(refused), content_type="application/json")
-        entry.session.caller_authorization = request.headers.get("Authorization")
-        self._spawn(self._process(entry, messages, was_batch, request.headers.get("traceparent")))
+        # Each POST's own credentials, never the session's: concurrent POSTs may carry different ones.
+        self._spawn(self._process(entry, messages, was_batch, request.headers.get("traceparent"),
+                                  request.headers.get("Authorization")))
         return web.Response(status=202, text="Accepted")
 
     async def _process(self, entry: _SSESession, messages: list[jsonrpc.Incoming], was_batch: bool,
-                       traceparent: str | None) -> None:
-        await self._send(entry, await process_frame(entry.session, messages, traceparent), was_batch)
+                       traceparent: str | None, authorization: str | None) -> None:
+        await self._send(entry, await process_frame(entry.session, messages, traceparent, authorization), was_batch)
 
     async def _send(self, entry: _SSESession, replies: list[dict[str, Any]], was_batch: bool) -> None:
         if not replies:

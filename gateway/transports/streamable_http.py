@@ -169,26 +169,28 @@ class StreamableHTTP:
         if self.shared is not None:
             await self.shared.touch(session)
             messages = await self.shared.route_frame(session, messages)
-        # The trace context travels with each request (concurrent POSTs must not swap parents).
+        # The trace context and the caller's credentials travel with each request, never on the
+        # session: concurrent POSTs of one session must not swap parents or forward each other's token.
         traceparent = request.headers.get("traceparent")
-        session.caller_authorization = request.headers.get("Authorization")
+        authorization = request.headers.get("Authorization")
         refused = batch_refused(session, was_batch)
         if refused is not None:
             return web.Response(status=400, body=jsonrpc.dumps(refused), content_type="application/json")
         requests = [m for m in messages if m.kind == "request"]
         if not requests:
-            replies = await process_frame(session, messages, traceparent)
+            replies = await process_frame(session, messages, traceparent, authorization)
             if replies:  # only invalid messages: answer them
                 payload = replies if was_batch else replies[0]
                 return web.Response(status=400, body=jsonrpc.dumps(payload), content_type="application/json")
             return web.Response(status=202)
         if was_batch or len(messages) > 1:
-            replies = await process_frame(session, messages, traceparent)
+            replies = await process_frame(session, messages, traceparent, authorization)
             return web.Response(body=jsonrpc.dumps(replies), content_type="application/json")
-        return await self._serve_request(request, channel, session, messages[0].message, traceparent)
+        return await self._serve_request(request, channel, session, messages[0].message, traceparent, authorization)
 
     async def _serve_request(self, request: web.Request, channel: _Channel, session: Session,
-                             message: dict[str, Any], traceparent: str | None) -> web.StreamResponse:
+                             message: dict[str, Any], traceparent: str | None,
+                             authorization: str | None) -> web.StreamResponse:
         rid = message["id"]
         can_stream = not channel.json_only and "text/event-stream" in request.headers.get("Accept", "")
         stream_id = channel.new_stream_id()
@@ -200,7 +202,7 @@ class StreamableHTTP:
         keepalive_s = self.http.keepalive_s
         timer = asyncio.get_running_loop().call_later(keepalive_s, post.keep_alive, keepalive_s) if can_stream else None
         try:
-            reply = await session.handle_request(message, traceparent)
+            reply = await session.handle_request(message, traceparent, authorization)
             if self.shared is not None and message["method"] in RECORD_METHODS and reply is not None \
                     and "result" in reply:
                 await self.shared.changed(session)
@@ -222,8 +224,8 @@ class StreamableHTTP:
         headers = {}
         try:
             channel.session = session
-            session.caller_authorization = request.headers.get("Authorization")
-            reply = await session.handle_request(message, request.headers.get("traceparent"))
+            reply = await session.handle_request(message, request.headers.get("traceparent"),
+                                                 request.headers.get("Authorization"))
             if reply is not None and "result" in reply:
                 if self.shared is not None:  # every replica can serve it from now on
                     await self.shared.save(session)

@@ -13,8 +13,8 @@ picks a revision (read from ``mcp/client/client.py`` and ``mcp/client/_probe.py`
   carries ``_meta`` protocolVersion/clientInfo/clientCapabilities and the ``MCP-Protocol-Version``
   header (``ClientSession.discover()`` is the explicit probe-and-adopt).
 
-The gateway serves the legacy revisions only (2026-07-28 is being added), so the existing tests
-ask for :data:`LEGACY` explicitly. :func:`serve` yields such a session talking to a gateway over one
+The gateway serves every revision, 2026-07-28 included; a test names the revision it means
+(:data:`LEGACY` or :data:`MODERN`), never the SDK's negotiation, unless negotiation is its subject. :func:`serve` yields such a session talking to a gateway over one
 of the three transports: Streamable HTTP and legacy SSE against an in-process gateway on loopback,
 stdio against ``python -m gateway.cli stdio`` spawned by the SDK's own ``stdio_client``.
 """

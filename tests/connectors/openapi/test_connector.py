@@ -194,3 +194,38 @@ async def test_get_operations_as_resource_templates() -> None:
             assert up.seen[-1]["path"] == "/base/pet/7"
         finally:
             await conn.stop()
+
+
+async def test_a_request_without_a_body_carries_no_content_type(tmp_path: Path) -> None:
+    """Issue 27: a POST without a body went out as application/octet-stream (aiohttp's default);
+    a body goes with the spec's media type."""
+    doc = {"openapi": "3.0.3", "info": {"title": "jobs", "version": "1"}, "paths": {
+        "/jobs/{id}/run": {"post": {"operationId": "runJob", "parameters": [
+            {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}],
+            "responses": {"204": {"description": "started"}}}},
+        "/notes": {"put": {"operationId": "putNote", "requestBody": {"required": False, "content": {
+            "application/json": {"schema": {"type": "object", "properties": {"text": {"type": "string"}}}}}},
+            "responses": {"204": {"description": "stored"}}}}}}
+    spec = tmp_path / "jobs.json"
+    spec.write_text(json.dumps(doc))
+    seen: list[tuple[str, str | None, bytes]] = []
+
+    async def record(request: web.Request) -> web.Response:
+        seen.append((request.method, request.headers.get("Content-Type"), await request.read()))
+        return web.Response(status=204)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", record)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    conn = make(spec, base_url=f"http://127.0.0.1:{runner.addresses[0][1]}")
+    await conn.start(RecordingEvents())
+    try:
+        await conn.call_tool("runJob", {"id": 7}, ctx())
+        await conn.call_tool("putNote", {}, ctx())
+        await conn.call_tool("putNote", {"text": "hi"}, ctx())
+    finally:
+        await conn.stop()
+        await runner.cleanup()
+    assert seen == [("POST", None, b""), ("PUT", None, b""), ("PUT", "application/json", b'{"text":"hi"}')]
