@@ -105,6 +105,14 @@ class ServerRequestLimits(Model):
     burst: int = Field(20, ge=1)  # the bucket's size
 
 
+class StartRetry(Model):
+    """How a connector whose start failed is started again (gateway/startup.py): capped
+    exponential backoff, each delay drawn between half and all of ``min(max_s, initial_s * 2^n)``."""
+
+    initial_s: float = Field(1.0, gt=0)
+    max_s: float = Field(60.0, gt=0)
+
+
 class GatewaySection(Model):
     name: str = "mcp-gateway"
     version: str = "0.1.0"
@@ -124,6 +132,7 @@ class GatewaySection(Model):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     server_requests: ServerRequestLimits = ServerRequestLimits()
+    start_retry: StartRetry = StartRetry()
 
 
 class ApiKeyConfig(Model):
