@@ -256,11 +256,14 @@ async def _selection_problems(config: GatewayConfig) -> list[Any]:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from gateway.checks import deep_check, problems
+    from gateway.checks import deep_check, problems, shared_calls_problems
 
     lines: dict[PathKey, int] = {}
     config = _load(args.file, lines)
     found = problems(config)
+    for problem in shared_calls_problems(config):  # warnings: they do not fail validate
+        path, line = locate(problem.path, lines)
+        print(f"{args.file}: {path}{f' (line {line})' if line else ''}: warning: {problem.message}", file=sys.stderr)
     for problem in found:
         path, line = locate(problem.path, lines)
         print(f"{args.file}: {path}{f' (line {line})' if line else ''}: {problem.message}", file=sys.stderr)
