@@ -4,9 +4,12 @@ Over stdio and legacy SSE nothing relates an upstream's sampling, elicitation or
 the call that caused it, so the connector can attribute it only while every call in flight on that
 upstream belongs to one downstream session (:func:`connectors.mcp.relay.sole_owner`). A shared
 session therefore serves the calls of one downstream session at a time: any number of that
-session's calls run together, other sessions' calls wait, first come first served by session. A
-session waiting for its turn also stops the holder's *new* calls from overtaking it, so no
-session starves. A wait is bounded by the caller's own deadline (the timeout filter cancels it).
+session's calls run together, other sessions' calls wait, first come first served by session.
+The holder's new calls join its turn even while others wait: one of its calls may be waiting on
+the client, whose answer may need another call (a sampling handler calling a tool), and making
+that call queue would deadlock both sessions until their deadlines. The price: a session that
+never lets its calls drain keeps the others waiting, each wait bounded by the caller's own
+deadline (the timeout filter cancels it).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ class SessionTurns:
 
     @asynccontextmanager
     async def turn(self, session_id: str) -> AsyncIterator[None]:
-        """Wait for ``session_id``'s turn (at once when it holds it and nobody waits), run the body."""
+        """Wait for ``session_id``'s turn (at once when nobody's or its own calls run), run the body."""
         await self._acquire(session_id)
         try:
             yield
@@ -46,7 +49,7 @@ class SessionTurns:
             self._release()
 
     async def _acquire(self, sid: str) -> None:
-        if self._holder is None or (self._holder == sid and not self._waiting):
+        if self._holder is None or self._holder == sid:
             self._holder = sid
             self._active += 1
             return

@@ -136,3 +136,34 @@ def test_stderr_tail_keeps_the_last_lines() -> None:
     transport._tail.extend(f"line {i}" for i in range(30))
     tail: Any = transport.stderr_tail()
     assert tail.startswith("; its stderr ended with:") and "line 29" in tail and "line 19" not in tail
+
+
+EXITS_WITHOUT_STOPPING = """
+import asyncio, sys
+from connectors.mcp.stdio import StdioTransport
+from tests.connectors.mcp.test_processes import _marked
+
+async def main() -> None:
+    transport = StdioTransport("stub", lambda _m, _r: None, lambda _r: None, command=sys.executable,
+                               args=(sys.argv[1], "--transport", "stdio"), env={"MCP_TEST_MARK": sys.argv[2]},
+                               cwd=None)
+    await transport.connect()
+    async with asyncio.timeout(30):
+        while len(_marked(sys.argv[2])) < 3:  # the wrapper, its sleeper and the server it runs
+            await asyncio.sleep(0.02)
+    print(len(_marked(sys.argv[2])), flush=True)  # then exit without closing the transport
+
+asyncio.run(main())
+sys.exit(0)
+"""
+
+
+async def test_a_process_exiting_without_stopping_its_connectors_ends_their_groups() -> None:
+    # A worker that exits on an unhandled error never stops its connectors: the exit hook does.
+    mark = uuid.uuid4().hex
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", EXITS_WITHOUT_STOPPING, STUBBORN, mark,
+                                                cwd=REPO, stdout=asyncio.subprocess.PIPE)
+    async with asyncio.timeout(60):
+        out, _ = await proc.communicate()
+    assert proc.returncode == 0 and int(out.strip()) >= 3
+    assert await _gone_within(mark, 5.0) == set()
