@@ -242,6 +242,9 @@ class Gateway:
 
     def _adopt(self, connector: Connector) -> None:
         """A connector that failed at start is up now: into the catalog, and sessions hear of it."""
+        if self.config.connector(connector.name) != connector.config:  # replaced by a reload meanwhile
+            self.spawn(connector.stop())
+            return
         self.failed.pop(connector.name, None)
         self.connectors[connector.name] = connector
         self._announce(self._install_catalog(strict=False))
@@ -341,6 +344,12 @@ class Gateway:
                 await connector.stop()
             self.config, self.connectors = old, previous
             self._install_catalog(strict=False)
+            await self.retries.cancel()  # the refused config's; the old config's failures are retried again
+            self.retries = StartRetries(old.gateway.start_retry, self._retry_start, self._adopt)
+            for cfg in old.connectors:
+                if cfg.name not in previous:  # failed under the old config (it may have started for the new)
+                    self.failed[cfg.name] = detail = self.failed.get(cfg.name) or self.last_errors.get(cfg.name, "?")
+                    self.retries.schedule(cfg, detail)
             raise
         if to_stop:
             # Calls in flight may still run on the replaced connectors: stop those when the calls

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from typing import Any
 
 import aiohttp
 import pytest
@@ -18,7 +19,7 @@ from connectors.config import ConnectorConfig
 from gateway.config import StartRetry
 from gateway.startup import StartRetries
 from tests.e2e.rawhttp import initialize, sse_events
-from tests.support import running_gateway, serving
+from tests.support import config_from, running_gateway, serving
 
 SPEC = {
     "openapi": "3.0.3", "info": {"title": "late", "version": "1"},
@@ -127,3 +128,21 @@ async def test_start_retries_log_an_identical_failure_as_one_short_line_per_atte
     assert sum("npm ERR!" in w for w in warnings) == 0  # the first failure is the gateway's own ERROR line
     assert sum("same error" in w for w in warnings) == 3
     assert any("started after 4 failed attempts" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_reload_restarts_the_retries_of_what_still_fails_and_drops_the_rest(tmp_path: Any) -> None:
+    spec = tmp_path / "spec.json"
+    base = """
+    gateway: {{start_retry: {{initial_s: 30, max_s: 60}}}}
+    audit: {{enabled: false}}
+    connectors:
+      - {{name: fz, type: static, prompts: [{{name: hello, messages: [{{text: hi}}]}}]}}
+    {late}"""
+    late = f'  - {{name: late, type: openapi, spec: "{spec}", base_url: "http://127.0.0.1:9"}}'
+    async with running_gateway(base.format(late=late)) as gw:
+        assert gw.retries.state("late")["attempts"] == 1  # type: ignore[index]
+        await gw.gateway.reload(config_from(base.format(late=late)))
+        assert gw.retries.state("late")["attempts"] == 1 and "late" in gw.failed  # type: ignore[index]
+        spec.write_text(json.dumps(SPEC))
+        await gw.gateway.reload(config_from(base.format(late="")))
+        assert gw.retries.state("late") is None and "late" not in gw.failed and "late" not in gw.connectors
