@@ -230,7 +230,10 @@ class Gateway:
             await connector.start(_ConnectorEvents(self, connector.name),
                                   ConnectorInstrumentation(connector.name, connector.kind))
         except BaseException:
-            await asyncio.shield(connector.stop())
+            try:
+                await asyncio.shield(connector.stop())
+            except Exception:  # what start raised is the news; a half-started stop failing is a footnote
+                log.exception("stopping connector %s after its failed start failed", connector.name)
             raise
 
     async def _retry_start(self, cfg: ConnectorConfig) -> Connector:
