@@ -102,7 +102,8 @@ class StdioTransport(ClientTransport):
                 code = self._proc.returncode
             if not self._closing and len(self._tasks) > 1:
                 # The last stderr lines may still be in the pipe: they say why (bounded, as a
-                # grandchild may hold the pipe open).
+                # grandchild may hold the pipe open). A cancellation here (close() ends the tasks)
+                # only cuts the wait short: the loss is still recorded, and the task ends right after.
                 with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                     await asyncio.wait_for(asyncio.shield(self._tasks[1]), _STDERR_DRAIN_S)
             what = f"upstream process exited (code {code})" if code is not None else "upstream closed stdout"
