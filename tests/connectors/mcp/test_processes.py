@@ -167,3 +167,17 @@ async def test_a_process_exiting_without_stopping_its_connectors_ends_their_grou
         out, _ = await proc.communicate()
     assert proc.returncode == 0 and int(out.strip()) >= 3
     assert await _gone_within(mark, 5.0) == set()
+
+
+async def test_validate_deep_reports_an_exited_upstream_with_its_stderr(tmp_path: Path) -> None:
+    script = "import sys; print('npm error 404 Not Found', file=sys.stderr); sys.exit(1)"
+    path = tmp_path / "gateway.yaml"
+    path.write_text(json.dumps({"connectors": [{"name": "bad", "type": "mcp", "command": sys.executable,
+                                                "args": ["-c", script], "startup_wait_s": 20}]}))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway.cli", "validate", "--deep", str(path), cwd=tmp_path,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    async with asyncio.timeout(60):
+        out, _err = await proc.communicate()
+    assert proc.returncode == 1
+    assert "connector bad (mcp): FAILED" in out.decode() and "npm error 404 Not Found" in out.decode()
