@@ -12,8 +12,10 @@ transports the :class:`~gateway.transports.host.SessionFactory` protocol, connec
 :class:`~connectors.base.ConnectorEvents` and :class:`~connectors.instrumentation.Instrumentation`.
 
 A connector that fails to start is recorded in :attr:`Gateway.failed` and left out of the
-catalog; it never stops the gateway. Nor does a name collision (the first connector keeps the name,
-the rest is reported), unless ``gateway.names.on_collision`` is ``error``.
+catalog; it never stops the gateway, which starts it again in the background with a capped
+exponential backoff (:mod:`gateway.startup`) and adds it to the catalog once it is up. Nor does a
+name collision (the first connector keeps the name, the rest is reported), unless
+``gateway.names.on_collision`` is ``error``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 from aiohttp import web
 
 from connectors.base import Connector, Health
+from connectors.config import ConnectorConfig
 from connectors.registry import connector_class
 from gateway.auth import Authenticator
 from gateway.catalog import LIST_CHANGED, Catalog
@@ -53,6 +56,7 @@ from gateway.protocol.request_state import RequestStateCodec
 from gateway.protocol.versions import MODERN_VERSIONS
 from gateway.relay_gate import RelayGate, admit_broadcast
 from gateway.session import Send, Session
+from gateway.startup import StartRetries
 from gateway.state import StateStore, make_store
 from gateway.state.bus import Bus
 from gateway.state.records import restore, session_record
@@ -103,6 +107,8 @@ class _ConnectorEvents:
             self.gateway.broadcast("notifications/message", params)
 
     def health_changed(self, health: Health) -> None:
+        if not health.up and health.detail:
+            self.gateway.last_errors[self.name] = health.detail
         log.log(logging.INFO if health.up else logging.WARNING, "connector %s is %s%s", self.name,
                 "up" if health.up else "down", f": {health.detail}" if health.detail else "")
         metrics.connector_health_changed(self.name, health.up, self)
@@ -124,6 +130,10 @@ class Gateway:
         self.tasks = TaskRouter(TaskHandles(config.gateway.cursor_secret), lambda: self.connectors)
         self.connectors: dict[str, Connector] = {}
         self.failed: dict[str, str] = {}
+        # The last failure each connector reported (a failed start, going down): /status shows it.
+        self.last_errors: dict[str, str] = {}
+        self._serving = False
+        self.retries = StartRetries(config.gateway.start_retry, self._retry_start, self._adopt)
         self.sessions: dict[str, Session] = {}
         # What replicas share (state.store): memory (nothing) or Redis; the HTTP app starts its routing.
         self.state: StateStore = make_store(config.state)
@@ -159,6 +169,7 @@ class Gateway:
         whatever fails after that (a name collision) first stops the connectors, so no process,
         pool or task outlives the failed start."""
         authenticator = None
+        self._serving = serving
         if serving:
             authenticator = Authenticator(self.config.auth, self.config.base_dir, self.config.gateway.name)
             # What validate reports without refusing the file (a stdio principal no rule admits).
@@ -172,6 +183,7 @@ class Gateway:
                 await self._install_filters(authenticator)
                 await self._start_metrics()
         except BaseException:
+            await self.retries.cancel()
             await asyncio.gather(*(c.stop() for c in self.connectors.values()), return_exceptions=True)
             filters, self.filters = self.filters, []
             await self._stop_filters(filters)
@@ -187,7 +199,8 @@ class Gateway:
                  ", ".join(f"{k}={v}" for k, v in self.catalog.counts().items()))
 
     async def _start_connectors(self, config: GatewayConfig, only: set[str] | None = None) -> dict[str, Connector]:
-        """Create and start connectors (all, or those named in ``only``) concurrently."""
+        """Create and start connectors (all, or those named in ``only``) concurrently. Those that
+        fail are in :attr:`failed` and, when serving, retried in the background (gateway/startup.py)."""
         created: dict[str, Connector] = {}
         for cfg in config.connectors:
             if only is not None and cfg.name not in only:
@@ -197,14 +210,14 @@ class Gateway:
 
         async def start_one(connector: Connector) -> None:
             try:
-                await connector.start(_ConnectorEvents(self, connector.name),
-                                      ConnectorInstrumentation(connector.name, connector.kind))
+                await self._start_connector(connector)
                 self.failed.pop(connector.name, None)
             except Exception as exc:
                 detail = str(exc) or type(exc).__name__
-                self.failed[connector.name] = detail
+                self.failed[connector.name] = self.last_errors[connector.name] = detail
                 log.error("connector %s failed to start: %s", connector.name, detail)
-                await connector.stop()
+                if self._serving:
+                    self.retries.schedule(connector.config, detail)
 
         await asyncio.gather(*(start_one(c) for c in created.values()))
         started = {name: c for name, c in created.items() if name not in self.failed}
@@ -216,6 +229,34 @@ class Gateway:
                 log.error("connector %s is down after start: %s (it keeps retrying)", connector.name,
                           health.detail or "no detail")
         return started
+
+    async def _start_connector(self, connector: Connector) -> None:
+        """Start one connector; on any failure (a cancellation included) nothing of it runs on."""
+        try:
+            await connector.start(_ConnectorEvents(self, connector.name),
+                                  ConnectorInstrumentation(connector.name, connector.kind))
+        except BaseException:
+            try:
+                await asyncio.shield(connector.stop())
+            except Exception:  # what start raised is the news; a half-started stop failing is a footnote
+                log.exception("stopping connector %s after its failed start failed", connector.name)
+            raise
+
+    async def _retry_start(self, cfg: ConnectorConfig) -> Connector:
+        """A start attempt of ``cfg``'s connector for :class:`StartRetries`: a fresh instance."""
+        connector = connector_class(cfg.type)(cfg, base_dir=Path(self.config.base_dir))
+        await self.oauth.attach(self.config, [connector])
+        await self._start_connector(connector)
+        return connector
+
+    def _adopt(self, connector: Connector) -> None:
+        """A connector that failed at start is up now: into the catalog, and sessions hear of it."""
+        if self.config.connector(connector.name) != connector.config:  # replaced by a reload meanwhile
+            self.spawn(connector.stop())
+            return
+        self.failed.pop(connector.name, None)
+        self.connectors[connector.name] = connector
+        self._announce(self._install_catalog(strict=False))
 
     def _install_catalog(self, strict: bool | None = None) -> set[str]:
         """``strict`` (None: ``gateway.names.on_collision: error``): a collision raises ConfigError."""
@@ -299,6 +340,10 @@ class Gateway:
         kept = [n for n, c in new_by_name.items() if old_by_name.get(n) == c and n in self.connectors]
         to_stop = [n for n in self.connectors if n not in kept]
         to_start = {n for n in new_by_name if n not in kept}
+        await self.retries.cancel()  # what still fails is started (and retried) again below
+        self.retries = StartRetries(new.gateway.start_retry, self._retry_start, self._adopt)
+        for name in [n for n in self.failed if n not in new_by_name]:
+            del self.failed[name]
         started = await self._start_connectors(new, only=to_start)
         previous = self.connectors
         self.config = new
@@ -310,6 +355,12 @@ class Gateway:
                 await connector.stop()
             self.config, self.connectors = old, previous
             self._install_catalog(strict=False)
+            await self.retries.cancel()  # the refused config's; the old config's failures are retried again
+            self.retries = StartRetries(old.gateway.start_retry, self._retry_start, self._adopt)
+            for cfg in old.connectors:
+                if cfg.name not in previous:  # failed under the old config (it may have started for the new)
+                    self.failed[cfg.name] = detail = self.failed.get(cfg.name) or self.last_errors.get(cfg.name, "?")
+                    self.retries.schedule(cfg, detail)
             raise
         if to_stop:
             # Calls in flight may still run on the replaced connectors: stop those when the calls
@@ -377,6 +428,7 @@ class Gateway:
             await session.close()
         await self.subscriptions.close()
         await self.state.close()
+        await self.retries.cancel()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*list(self._background), return_exceptions=True)  # retired connectors stop
@@ -570,10 +622,19 @@ class Gateway:
         connectors: dict[str, Any] = {}
         for cfg in self.config.connectors:
             if cfg.name in self.failed:
-                connectors[cfg.name] = {"up": False, "detail": self.failed[cfg.name]}
+                retry = self.retries.state(cfg.name)
+                entry: dict[str, Any] = {"up": False, "detail": retry["last_error"] if retry else self.failed[cfg.name]}
             elif cfg.name in self.connectors:
                 h = self.connectors[cfg.name].health()
-                connectors[cfg.name] = {"up": h.up, "detail": h.detail} if h.detail else {"up": h.up}
+                entry = {"up": h.up, "detail": h.detail} if h.detail else {"up": h.up}
+                retry = h.extra.get("retry") if not h.up else None
+            else:
+                continue
+            if retry is not None:  # attempts, last_error, next_attempt_in_s
+                entry["retry"] = retry
+            if cfg.name in self.last_errors:
+                entry["last_error"] = self.last_errors[cfg.name]
+            connectors[cfg.name] = entry
         out: dict[str, Any] = {"ready": self.ready and not self.draining, "draining": self.draining,
                                "sessions": len(self.sessions), "connectors": connectors}
         if self.catalog.collisions:  # names left out (gateway.names.on_collision: keep_first)

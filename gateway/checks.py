@@ -56,7 +56,7 @@ from gateway.oauth.service import probe_token_store, uses_oauth
 from gateway.stderr_tail import StderrTail
 
 __all__ = ["Problem", "Probe", "problems", "policy_problems", "connector_problems", "deep_check",
-           "endpoint_problems", "config_warnings"]
+           "endpoint_problems", "config_warnings", "shared_calls_problems"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +119,22 @@ def endpoint_problems(config: GatewayConfig) -> list[Problem]:
             out.append(Problem(("endpoints", i, "search", "embeddings", "api_key_env"),
                                f"the environment variable {embeddings.api_key_env} is not set (or empty): this "
                                "endpoint would rank lexically alone"))
+    return out
+
+
+def shared_calls_problems(config: GatewayConfig) -> list[Problem]:
+    """Warnings (the config is valid): an upstream MCP server over stdio or legacy SSE whose shared
+    session runs several clients' calls together (``shared_calls: concurrent``) cannot say which
+    client its sampling, elicitation or roots request is for while they overlap; it gets an error
+    then. ``session: per_client`` (or the default ``shared_calls: queued``) avoids it."""
+    out = []
+    for i, cfg in enumerate(config.connectors):
+        if (isinstance(cfg, MCPConfig) and cfg.transport != "streamable_http" and cfg.session == "shared"
+                and cfg.shared_calls == "concurrent"):
+            out.append(Problem(("connectors", i, "shared_calls"), (
+                "sampling, elicitation and roots requests of this upstream fail while calls of several "
+                "client sessions are in flight on it; set session: per_client (one upstream session per "
+                "client) or shared_calls: queued (one client's calls at a time)")))
     return out
 
 

@@ -134,6 +134,14 @@ class NamesConfig(Model):
     on_collision: Literal["keep_first", "error"] = "keep_first"
 
 
+class StartRetry(Model):
+    """How a connector whose start failed is started again (gateway/startup.py): capped
+    exponential backoff, each delay drawn between half and all of ``min(max_s, initial_s * 2^n)``."""
+
+    initial_s: float = Field(1.0, gt=0)
+    max_s: float = Field(60.0, gt=0)
+
+
 class GatewaySection(Model):
     name: str = "mcp-gateway"
     version: str = "0.1.0"
@@ -155,6 +163,7 @@ class GatewaySection(Model):
     server_requests: ServerRequestLimits = ServerRequestLimits()
     names: NamesConfig = NamesConfig()
     relayed_notifications: RelayLimits = RelayLimits()
+    start_retry: StartRetry = StartRetry()
 
 
 class ApiKeyConfig(Model):

@@ -6,7 +6,10 @@
 optional static ``headers``, usually ``${ENV}``-interpolated secrets). ``session: shared`` (the
 default) multiplexes every downstream session over one upstream session; ``per_client`` opens one
 upstream session per downstream session (a 2026-07-28 upstream has no sessions: every forwarded
-request declares its caller's own capabilities, whichever the setting).
+request declares its caller's own capabilities, whichever the setting). ``shared_calls`` says how a
+shared legacy session over stdio or legacy SSE keeps the upstream's requests to the client
+attributable: ``queued`` (default) serves one downstream session's calls at a time, ``concurrent``
+does not and refuses what it cannot attribute (``session: per_client`` needs neither).
 
 ``protocol`` picks the era spoken upstream: ``auto`` (default) probes with ``server/discover`` and
 speaks 2026-07-28 to an upstream that supports it, the legacy ``initialize``-based revisions to the
@@ -71,6 +74,11 @@ class MCPConfig(ConnectorConfig):
     headers: dict[str, str] = Field(default_factory=dict)
     # session model
     session: Literal["shared", "per_client"] = "shared"
+    # A shared legacy session over stdio or legacy SSE, where nothing tells which call an upstream's
+    # sampling/elicitation/roots request belongs to: ``queued`` runs one downstream session's calls at
+    # a time (connectors/mcp/turns.py), so the request goes to that session; ``concurrent`` runs them
+    # together and refuses such a request while several sessions' calls are in flight.
+    shared_calls: Literal["queued", "concurrent"] = "queued"
     # protocol era spoken upstream
     protocol: Literal["auto", "modern", "legacy"] = "auto"
     probe_timeout_s: float = Field(5.0, gt=0)

@@ -11,8 +11,11 @@ Routing back. Each forwarded request carries a :class:`~connectors.mcp.relay.Rel
 owner: upstream progress (found by the gateway's token), logs and sampling/elicitation/roots
 requests related to that request (Streamable HTTP tells which request's stream carried them) are
 relayed to the downstream session that made it, in order, before its response is returned. stdio and legacy SSE carry no
-such relation: the message goes to the only downstream session with calls in flight, and the
-upstream gets an error if there is none or several (use ``per_client`` there for exact routing).
+such relation: the message goes to the only downstream session with calls in flight. With
+``shared_calls: queued`` (default) a shared session serves one downstream session's calls at a time
+(:mod:`connectors.mcp.turns`), so there is never more than one; with ``concurrent`` the upstream
+gets an error naming ``session: per_client`` when there are several. Outside any call there is no
+client to ask: ``roots/list`` is answered with no roots, sampling and elicitation with an error.
 
 Staying up. A lost upstream fails its in-flight calls with ``BackendUnavailable``, removes its
 components (``components_changed``), reports health down, and reconnects with exponential backoff
@@ -44,7 +47,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import random
+import weakref
 from collections.abc import Coroutine
 from dataclasses import replace
 from pathlib import Path
@@ -52,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
+from connectors.backoff import Backoff
 from connectors.base import (
     Components,
     Connector,
@@ -82,6 +86,7 @@ from .listing import ALL_LISTINGS, fetch_listings
 from .relay import Relay, sole_owner
 from .sessions import CLIENT_INFO, SHARED_CLIENT_CAPS, SessionPool
 from .transport import ResponseTooLarge, SessionExpired
+from .turns import SessionTurns
 
 if TYPE_CHECKING:
     from gateway.context import CallContext, SessionHandle
@@ -115,6 +120,8 @@ class MCPConnector(Connector):
         self._listener: Listener | None = None
         self._caps: set[str] | None = None
         self._progress: dict[str, Relay] = {}
+        # shared_calls: queued: whose calls run now, per upstream session several sessions share
+        self._turns: weakref.WeakKeyDictionary[UpstreamSession, SessionTurns] = weakref.WeakKeyDictionary()
         self._tokens = itertools.count(1)
         self._subscribed: set[str] = set()
         self._health = Health(False, "starting")
@@ -125,6 +132,7 @@ class MCPConnector(Connector):
         self._refresh_pending: set[str] = set()
         self._bg: set[asyncio.Task[Any]] = set()
         self.reconnects = 0
+        self._backoff = Backoff(config.reconnect_initial_s, config.reconnect_max_s)
         self._connected_once = False
         self._first_attempt = asyncio.Event()
         self._timeout = config.timeout_s
@@ -133,6 +141,11 @@ class MCPConnector(Connector):
     async def start(self, events: ConnectorEvents, instrumentation: Instrumentation = NO_INSTRUMENTATION) -> None:
         self.attach(events, instrumentation)
         self._stopping = False
+        if self.config.shared_calls == "concurrent" and self.config.transport != "streamable_http" \
+                and self.config.session == "shared":
+            log.warning("upstream %s: shared_calls: concurrent: its sampling, elicitation and roots requests fail "
+                        "while calls of several client sessions are in flight (session: per_client avoids it)",
+                        self.name)
         if self.config.transport == "sse":
             # One HTTP client per connector, shared by every upstream session of it (its cookie jar
             # keeps load-balancer stickiness cookies, which stateful upstreams behind one rely on).
@@ -173,7 +186,10 @@ class MCPConnector(Connector):
         await self._identity.aclose()
 
     def health(self) -> Health:
-        return self._health
+        """Down and retrying: ``extra["retry"]`` holds attempts, last error and the next attempt."""
+        if self._health.up or not self._backoff.attempts:
+            return self._health
+        return replace(self._health, extra={**self._health.extra, "retry": self._backoff.snapshot()})
 
     def problems(self) -> tuple[str, ...]:
         return self._problems
@@ -319,8 +335,17 @@ class MCPConnector(Connector):
         bound = self._sessions.bound(session)
         if bound is not None:
             return await bound.request(method, params)
-        raise InvalidRequest(f"The gateway cannot tell which client {method} is for: no single client request "
-                             f"to upstream {self.name} is in flight")
+        owners = {o.ctx.session.id for o in session.owners() if isinstance(o, Relay)}
+        if not owners and method == "roots/list":
+            # Asked outside any call (servers ask right after initialize): no client is asking
+            # through the gateway now, so it offers no roots; a call's own request gets its client's.
+            return {"roots": []}
+        if not owners:
+            raise InvalidRequest(f"The gateway cannot tell which client {method} is for: no client request to "
+                                 f"upstream {self.name} is in flight (an upstream asks its client during a call)")
+        raise InvalidRequest(f"The gateway cannot tell which client {method} is for: calls of {len(owners)} client "
+                             f"sessions are in flight on upstream {self.name} (shared_calls: concurrent); set "
+                             f"session: per_client, or shared_calls: queued, on connector {self.name}")
 
     # -- background work -----------------------------------------------------------------------
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
@@ -340,11 +365,11 @@ class MCPConnector(Connector):
                                                    name=f"mcp-connect-{self.name}")
 
     async def _reconnect_loop(self, immediately: bool) -> None:
-        delay = self.config.reconnect_initial_s
+        backoff = self._backoff
+        delay = 0.0 if immediately else backoff.failed(self._health.detail).delay_s  # lost: wait a first step
         while not self._stopping and self._shared is None:
             if not immediately:
-                # Jitter: many gateways restarting together must not hit an upstream in lockstep.
-                await asyncio.sleep(random.uniform(delay / 2, delay))
+                await asyncio.sleep(delay)  # jittered (connectors.backoff): gateways restarting together spread out
             immediately = False
             try:
                 await self._connect()
@@ -353,25 +378,39 @@ class MCPConnector(Connector):
                 with contextlib.suppress(BackendUnavailable):
                     await self._identity.authorize(exc, None)
                     immediately = True  # authorised: this attempt goes on (start() still waits for it)
+                if not immediately:  # refused or abandoned: never a tight loop of new authorizations
+                    delay = self._failed(backoff, self._health.detail)
                 continue
             except BackendUnavailable as exc:
                 self._set_health(False, exc.message)
-                delay = min(delay * 2, self.config.reconnect_max_s)
+                delay = self._failed(backoff, exc.message)
                 continue
             except Exception as exc:  # unforeseen (a bug): say so, and never stop trying
                 log.exception("upstream %s: connecting failed unexpectedly", self.name)
                 self._set_health(False, f"connecting failed: {type(exc).__name__}: {exc}")
-                delay = min(delay * 2, self.config.reconnect_max_s)
+                delay = self._failed(backoff, self._health.detail)
                 continue
             finally:
                 if not immediately:
                     self._first_attempt.set()
+            backoff.succeeded()
             if self._connected_once:
                 self.reconnects += 1
                 self._set_health(True, self._health.detail)
                 log.info("upstream %s reconnected", self.name)
             self._connected_once = True
             return
+
+    def _failed(self, backoff: Backoff, error: str) -> float:
+        """One failed attempt: one WARNING (the whole error only when it changed); the next delay."""
+        failure = backoff.failed(error)
+        if failure.repeated:
+            log.warning("upstream %s: connecting failed again (attempt %d, same error); next attempt in %.1f s",
+                        self.name, failure.attempts, failure.delay_s)
+        else:
+            log.warning("upstream %s: connecting failed (attempt %d): %s; next attempt in %.1f s",
+                        self.name, failure.attempts, error, failure.delay_s)
+        return failure.delay_s
 
     def _schedule_refresh(self, which: set[str]) -> None:
         self._refresh_pending |= which
@@ -457,8 +496,9 @@ class MCPConnector(Connector):
                     hints = self._hints(method, params, ctx)
                     sent = modern.with_input_responses(method, dict(params), ctx.params)
                 try:
-                    result = await session.request(method, sent, timeout_s=self._deadline(ctx), owner=relay,
-                                                   hints=hints)
+                    async with self._turn(session, ctx):
+                        result = await session.request(method, sent, timeout_s=self._deadline(ctx), owner=relay,
+                                                       hints=hints)
                     break
                 except AuthorizationRequired as exc:  # asked, and retried once it arrives
                     await self._identity.authorize(exc, ctx)
@@ -485,6 +525,17 @@ class MCPConnector(Connector):
                 del self._progress[token]
         await relay.drain()
         return result
+
+    def _turn(self, session: UpstreamSession, ctx: CallContext) -> contextlib.AbstractAsyncContextManager[None]:
+        """``shared_calls: queued``: a call on an upstream session that several downstream sessions
+        share, over a transport relating no upstream request to a call, waits for its session's turn."""
+        if (self.config.shared_calls == "concurrent" or session.modern or self.config.transport == "streamable_http"
+                or self._sessions.bound(session) is not None):
+            return contextlib.nullcontext()
+        turns = self._turns.get(session)
+        if turns is None:
+            turns = self._turns[session] = SessionTurns()
+        return turns.turn(ctx.session.id)
 
     def _hints(self, method: str, params: dict[str, Any], ctx: CallContext) -> Hints:
         schema = self._header_schemas.get(params.get("name", "")) if method == "tools/call" else None

@@ -109,10 +109,25 @@ def _connectors(source: StatusSource, health: dict[str, Any],
     out = []
     for cfg in source.config.connectors:
         state = health.get("connectors", {}).get(cfg.name, {"up": False, "detail": "not started"})
-        out.append(ConnectorRow(cfg.name, cfg.type, bool(state.get("up")), scrub(str(state.get("detail") or "")),
-                                counts.get((cfg.name, "tool"), 0), counts.get((cfg.name, "resource"), 0),
-                                counts.get((cfg.name, "prompt"), 0), _reconnects(cfg.name)))
+        up = bool(state.get("up"))
+        detail = str(state.get("detail") or "")
+        # Up: the detail is ordinary state. Down: it is the error, and the state is the retry.
+        last_error = str(state.get("last_error") or "") if up else detail
+        out.append(ConnectorRow(cfg.name, cfg.type, up, scrub(detail if up else _retry(state.get("retry"))),
+                                scrub(last_error), counts.get((cfg.name, "tool"), 0),
+                                counts.get((cfg.name, "resource"), 0), counts.get((cfg.name, "prompt"), 0),
+                                _reconnects(cfg.name)))
     return tuple(out)
+
+
+def _retry(retry: Any) -> str:
+    """A down connector's retry, in words: "retrying: attempt 3 failed, next attempt in 4.0 s"."""
+    if not isinstance(retry, dict):
+        return "down"
+    words = f"retrying: attempt {retry.get('attempts', 0)} failed"
+    if "next_attempt_in_s" in retry:
+        words += f", next attempt in {retry['next_attempt_in_s']} s"
+    return words
 
 
 def _session_groups(sessions: Any) -> tuple[SessionGroup, ...]:

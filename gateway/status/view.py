@@ -67,7 +67,8 @@ class ConnectorRow:
     name: str
     kind: str
     up: bool
-    detail: str  # the last error (or a note) the connector reports; scrubbed
+    state: str  # what the connector says of itself now ("18 tools", "connected (…)"; down: why, and its retry)
+    last_error: str  # the last failure it reported (a failed start, going down), kept after it recovers; scrubbed
     tools: int
     resources: int  # resources and resource templates
     prompts: int

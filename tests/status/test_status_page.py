@@ -151,3 +151,20 @@ async def test_a_headless_browser_reads_the_status_page(tmp_path: Path) -> None:
     assert "<script>" not in dom
     assert shot.stat().st_size > 10_000
     print(f"status page screenshot: {shot}")
+
+
+async def test_state_detail_and_last_error_are_separate_columns(tmp_path: Path) -> None:
+    """An up connector's ordinary detail ("2 prompts", "18 tools") is its state, never an error;
+    a down one shows its error under "last error" and its retry as its state."""
+    late = f"connectors:\n  - {{name: late, type: openapi, spec: {tmp_path}/absent.json}}\n"
+    config = _config(tmp_path).replace("connectors:\n", late).replace(
+        "gateway: {name: status-test}", "gateway: {name: status-test, start_retry: {initial_s: 60}}")
+    async with running_gateway(config) as gw:
+        view = await gw.gateway.status(StatusQuery())
+        rows = {row.name: row for row in view.connectors}
+        assert rows["team"].up and rows["team"].last_error == ""
+        assert not rows["late"].up and "absent.json" in rows["late"].last_error
+        assert rows["late"].state.startswith("retrying: attempt 1 failed, next attempt in")
+        assert not rows["shop"].up and rows["shop"].last_error and rows["shop"].state == "down"
+        _, page = await _get(gw.url + "/status")
+        assert "<th>state</th><th>last error</th>" in page
