@@ -110,10 +110,11 @@ class StdioTransport(ClientTransport):
             self._lose(what + self.stderr_tail())
 
     def stderr_tail(self) -> str:
-        """The last lines of the child's stderr, as a report's end ("" when it wrote none)."""
+        """The last lines of the child's stderr, as a report's end on one line, joined by " | "
+        (a health detail, a log line, a ``validate --deep`` probe), "" when it wrote none."""
         if not self._tail:
             return ""
-        return "; its stderr ended with:\n" + "\n".join(f"  {line}" for line in self._tail)
+        return "; its stderr ended with: " + " | ".join(self._tail)
 
     def _spoken(self) -> None:
         # The upstream talks MCP: from now on its stderr is worth the log, and so is what it said before.
