@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gateway.discovery.index import MAX_LIMIT, SearchIndex, ToolDoc, doc_from_tool
-from gateway.discovery.tools import DEFAULT_LIMIT, find_result
+from gateway.discovery.index import SearchIndex, ToolDoc, doc_from_tool
+from gateway.discovery.tools import DEFAULT_LIMIT, MAX_LIMIT, find_result
 
 if TYPE_CHECKING:
     from gateway.catalog import Catalog, Snapshot

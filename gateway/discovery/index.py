@@ -29,12 +29,11 @@ from typing import Any
 from gateway.discovery.intent import Intent, tool_kind
 from gateway.discovery.query import parse
 from gateway.discovery.rank import HeadIndex, Profile, profile, rerank
+from gateway.discovery.tools import MAX_LIMIT, MAX_QUERY
 from gateway.discovery.words import stem, words_text
 
 __all__ = ["ToolDoc", "SearchHit", "SearchIndex", "doc_from_tool", "MAX_LIMIT", "MAX_QUERY"]
 
-MAX_LIMIT = 50
-MAX_QUERY = 1000
 _DESC_CHARS = 600  # the first paragraph or two say what a tool does; the rest is detail
 _PARAM_DESC_CHARS = 120
 _CANDIDATES = 60  # BM25 candidates re-ranked by concept coverage (gateway/discovery/rank.py)
