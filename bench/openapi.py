@@ -2,7 +2,9 @@
 
 Each side runs in a fresh child process (so imports, caches and memory do not leak between them)
 and reports: wall time from "spec file path known" to "every tool listed over MCP", the number of
-tools, and the process's peak RSS (``ru_maxrss``, which includes the interpreter and imports).
+tools, and the process's peak RSS over the load and the listing (``VmHWM``, which includes the
+interpreter and imports; target: under 170 MB for GitHub's spec). The gateway's child also says
+whether the tool-search ranker was loaded: it must not be, since no endpoint searches.
 
 * gateway: ``Gateway.start()`` with one ``type: openapi`` connector on the file, the real HTTP app on
   loopback, then ``initialize`` + ``tools/list`` page by page over Streamable HTTP (plain aiohttp
@@ -27,9 +29,21 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SPEC = REPO / "tests" / "data" / "openapi" / "github-api.json.gz"
 
+# The peak of this process's own memory: VmHWM, which exec resets; ru_maxrss keeps the parent's
+# high-water mark across fork and exec (a child of a 360 MB pytest reports 360 MB).
+PEAK_RSS = r"""
+def peak_rss_kb():
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+"""
+
 GATEWAY_CHILD = r"""
 import asyncio, json, resource, sys, time
 sys.path.insert(0, sys.argv[2])
+""" + PEAK_RSS + r"""
 import aiohttp
 from aiohttp import web
 from gateway.app import Gateway
@@ -37,7 +51,7 @@ from gateway.config import parse_config
 from gateway.transports.http_app import build_app
 
 async def main(spec):
-    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base_rss = peak_rss_kb()
     t0 = time.perf_counter()
     cfg = parse_config(f'''
 gateway: {{page_size: 50}}
@@ -78,13 +92,14 @@ connectors:
             if not cursor:
                 break
     elapsed = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = peak_rss_kb()
     await runner.cleanup()
     await gw.stop()
     first = sum(pages[:5]) / len(pages[:5]); last = sum(pages[-5:]) / len(pages[-5:])
     print(json.dumps({"seconds": elapsed, "tools": tools, "peak_rss_mb": peak / 1024,
                       "base_rss_mb": base_rss / 1024, "pages": len(pages),
-                      "first_pages_ms": first * 1000, "last_pages_ms": last * 1000}))
+                      "first_pages_ms": first * 1000, "last_pages_ms": last * 1000,
+                      "search_index_loaded": "gateway.discovery.index" in sys.modules}))
 
 asyncio.run(main(sys.argv[1]))
 """
@@ -93,9 +108,10 @@ FASTMCP_CHILD = r"""
 import asyncio, gzip, json, resource, sys, time, warnings
 warnings.simplefilter("ignore")
 from fastmcp import FastMCP, Client
+""" + PEAK_RSS + r"""
 
 async def main(spec):
-    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base_rss = peak_rss_kb()
     t0 = time.perf_counter()
     raw = open(spec, "rb").read()
     doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
@@ -103,7 +119,7 @@ async def main(spec):
     async with Client(server) as client:
         tools = await client.list_tools()
     elapsed = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = peak_rss_kb()
     import fastmcp
     print(json.dumps({"seconds": elapsed, "tools": len(tools), "peak_rss_mb": peak / 1024,
                       "base_rss_mb": base_rss / 1024, "version": fastmcp.__version__}))
@@ -152,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:28}{gs:>14}{fs:>14}{ratio:>10}")
 
     row("load + list all tools (s)", "seconds", ".3f")
-    row("peak RSS (MB)", "peak_rss_mb", ".0f")
+    row("peak RSS, load + list (MB)", "peak_rss_mb", ".0f")
     row("RSS after imports (MB)", "base_rss_mb", ".0f")
     row("tools", "tools", "d")
     if "first_pages_ms" in gateway:
@@ -163,9 +179,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{side}: {res['error']}")
     if "version" in fast:
         print(f"FastMCP {fast['version']} from {fastmcp_python}")
+    if "search_index_loaded" in gateway:
+        print(f"gateway search index loaded (no endpoint searches): {gateway['search_index_loaded']}")
     target_ok = isinstance(gateway.get("seconds"), float) and float(gateway["seconds"]) < 1.2 \
-        and float(gateway["peak_rss_mb"]) < 200  # type: ignore[arg-type]
-    print(f"target (< 1.2 s and < 200 MB): {'met' if target_ok else 'NOT met'}")
+        and float(gateway["peak_rss_mb"]) < 170  # type: ignore[arg-type]
+    print(f"target (< 1.2 s and < 170 MB): {'met' if target_ok else 'NOT met'}")
     return 0 if "error" not in gateway else 1
 
 

@@ -52,6 +52,10 @@ class ConnectorConfig(Model):
     type: str
     # Public names are prefix + local name; None means "{name}_", "" means no prefix.
     prefix: str | None = None
+    # How public names are spelled (gateway/protocol/names.py): "portable" maps every character
+    # outside A-Z a-z 0-9 _ - to "_" (model APIs' function names); "upstream" keeps the local
+    # spelling wherever MCP allows it (dots, a leading digit).
+    names: Literal["portable", "upstream"] = "portable"
     timeout_s: float | None = Field(None, gt=0)
     max_concurrency: int | None = Field(None, ge=1)
     # Results of read-only tools served again without calling the backend (off unless set).
@@ -60,6 +64,10 @@ class ConnectorConfig(Model):
     @property
     def public_prefix(self) -> str:
         return f"{self.name}_" if self.prefix is None else self.prefix
+
+    @property
+    def portable_names(self) -> bool:
+        return self.names == "portable"
 
 
 # -- egress: where a connector may connect -------------------------------------------------------

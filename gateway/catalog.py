@@ -1,6 +1,8 @@
 """The catalog: one namespaced, sorted, paginated view over every connector's components.
 
-Public names are ``{prefix}{local}`` (see :mod:`gateway.protocol.names`); resource URIs stay as
+Public names are ``{prefix}{local}``, spelled as the connector's ``names`` says (portable by
+default) and told apart within one connector by :func:`~gateway.protocol.names.public_names`
+(the rule is documented there); resource URIs stay as
 the connector wrote them unless two connectors serve the same URI, in which case each is exposed as
 ``{connector}+{uri}``. On a name collision the first connector in config order keeps the name and
 the clash is logged (once, when it appears) and kept in :attr:`Catalog.collisions` (readiness
@@ -30,7 +32,7 @@ from gateway.protocol.errors import (
     ProtocolError,
     ResourceNotFound,
 )
-from gateway.protocol.names import public_name
+from gateway.protocol.names import public_name, public_names
 
 if TYPE_CHECKING:
     from connectors.base import Connector
@@ -187,12 +189,14 @@ class Catalog:
                                  if old.connector is connector})
                 down.update({k: c for k, c in self._down.items() if c is connector})
                 continue
-            for spec in connector.tools():
-                self._add(tools, "tool", public_name(prefix, spec.name), connector, spec.name, spec.definition,
-                          strict, collisions)
-            for prompt in connector.prompts():
-                self._add(prompts, "prompt", public_name(prefix, prompt.name), connector, prompt.name,
-                          prompt.definition, strict, collisions)
+            portable = connector.config.portable_names
+            specs = connector.tools()
+            for spec, public in zip(specs, public_names(prefix, [s.name for s in specs], portable), strict=True):
+                self._add(tools, "tool", public, connector, spec.name, spec.definition, strict, collisions)
+            prompt_specs = connector.prompts()
+            for prompt, public in zip(prompt_specs, public_names(prefix, [p.name for p in prompt_specs], portable),
+                                      strict=True):
+                self._add(prompts, "prompt", public, connector, prompt.name, prompt.definition, strict, collisions)
             resources.extend((connector, spec) for spec in connector.resources())
             templates.extend((connector, spec) for spec in connector.resource_templates())
 
@@ -248,7 +252,7 @@ class Catalog:
                 aliases[public] = local
             wire = dict(spec.definition)
             wire[wire_key] = public
-            name = public_name(self.prefixes[connector.name], spec.name)
+            name = public_name(self.prefixes[connector.name], spec.name, connector.config.portable_names)
             wire["name"] = name
             entries.append(Entry(public, name, connector, local, wire))
         return entries, aliases

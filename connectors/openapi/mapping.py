@@ -3,8 +3,10 @@
 :func:`map_spec` turns a loaded document into :class:`Operation` plans, one per selected
 operation, each carrying the wire ``Tool`` definition and where every argument goes.
 
-* **Names** come from ``operationId`` (sanitised) or ``method_path``; duplicates get ``_2``, ``_3``
-  in document order, so the same spec always yields the same names.
+* **Names** (local) come from ``operationId`` or ``method_path``: characters MCP rejects become
+  ``_``, runs of ``_`` one, none at either end; never cut (the catalog shortens a public name past
+  64 characters with a digest of the whole, :mod:`gateway.protocol.names`); duplicates get ``_2``,
+  ``_3`` in document order, so the same spec always yields the same names.
 * **inputSchema** is one object: path, query, header and cookie parameters, then the request body
   (an object body is flattened into its properties; anything else is one ``body`` argument). An
   argument name already taken is renamed ``<location>_<name>`` and its wire name is kept in
@@ -136,8 +138,7 @@ def _base_name(path: str, method: str, op: dict[str, Any]) -> str:
         raw = op_id.strip()
     else:
         raw = f"{method}_{path}"
-    name = re.sub(r"_+", "_", sanitize(raw)).strip("_") or method
-    return name[:64]
+    return re.sub(r"_+", "_", sanitize(raw)).strip("_") or method
 
 
 def _security(value: Any) -> tuple[dict[str, tuple[str, ...]], ...] | None:
@@ -426,8 +427,7 @@ def map_spec(doc: dict[str, Any], version: str, cfg: OpenAPIConfig, source: str 
         base = sanitize(override.name) if override and override.name else _base_name(path, method, op)
         name, n = base, 2
         while name in taken:
-            suffix = f"_{n}"
-            name = base[: 64 - len(suffix)] + suffix
+            name = f"{base}_{n}"
             n += 1
         taken.add(name)
         try:

@@ -511,7 +511,7 @@ class SQLConnector(Connector):
 
     # -- prompts and completion --------------------------------------------------------------
     def _query_tool_name(self) -> str:
-        return public_name(self.config.public_prefix, "query")
+        return public_name(self.config.public_prefix, "query", self.config.portable_names)
 
     def _prompt_table(self, name: Any) -> sch.Table:
         try:

@@ -7,8 +7,24 @@
   :mod:`.lookup`, :mod:`.soft`) into a :class:`~.concepts.Query`; :mod:`.synonyms` re-exports them.
 * :mod:`.index` -- :class:`SearchIndex`, SQLite FTS5 (BM25) in memory, updated incrementally,
   searched with a per-principal visibility filter applied before the top *k* are taken.
+
+Importing the package loads none of them: the names below are looked up on first use (PEP 562),
+so a gateway whose endpoints never search (it still names ``find_tools`` through :mod:`.tools`)
+never loads the ranker, its stemmer or its vocabulary.
 """
 
-from gateway.discovery.index import SearchHit, SearchIndex, ToolDoc, doc_from_tool
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gateway.discovery.index import SearchHit, SearchIndex, ToolDoc, doc_from_tool
 
 __all__ = ["SearchIndex", "SearchHit", "ToolDoc", "doc_from_tool"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from gateway.discovery import index
+        return getattr(index, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

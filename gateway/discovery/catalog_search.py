@@ -12,7 +12,9 @@ With a :class:`~gateway.discovery.hybrid.Semantic` (an endpoint's ``search.embed
 :meth:`embed` brings the tool vectors up to the index (only tools whose fingerprint has none) and
 :meth:`find` given a query vector fuses the lexical top *n* with the embedding top *n*, both over
 the caller's visible tools only; without a vector (the URL failed, or none is configured) it ranks
-lexically alone, exactly as without embeddings.
+lexically alone, exactly as without embeddings. Either way it answers ``min(limit, visible tools)``
+tools (:meth:`SearchIndex.search` back-fills; after a fusion, what is still missing comes from the
+lexical back-fill, below everything fused).
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gateway.discovery.index import MAX_LIMIT, SearchIndex, ToolDoc, doc_from_tool
-from gateway.discovery.tools import DEFAULT_LIMIT, find_result
+from gateway.discovery.index import SearchHit, SearchIndex, ToolDoc, doc_from_tool
+from gateway.discovery.tools import DEFAULT_LIMIT, MAX_LIMIT, find_result
 
 if TYPE_CHECKING:
     from gateway.catalog import Catalog, Snapshot
@@ -96,7 +98,14 @@ class CatalogSearch:
         else:
             from gateway.discovery.hybrid import CANDIDATES, fuse
             n = min(max(limit, CANDIDATES), MAX_LIMIT)
-            lexical = self.index.search(query, n, visible)
+            # Tools that share no word with the query are no lexical candidates: they must not
+            # outrank what the embeddings found. They only fill what the fusion leaves empty.
+            lexical = self.index.search(query, n, visible, fill=False)
             nearest = semantic.rank(vector, self.prints, n, visible)
             hits = fuse(lexical, nearest, limit, semantic.config.weight)
+            if len(hits) < limit:
+                found = {h.name for h in hits}
+                floor = min((h.score for h in hits), default=0.0)
+                hits += [SearchHit(h.name, floor) for h in self.index.search(query, limit, visible)
+                         if h.name not in found][:limit - len(hits)]
         return find_result(hits, {h.name: snap.by_key[h.name].wire for h in hits if h.name in snap.by_key})

@@ -11,11 +11,19 @@ Contract:
   stops it, keeps the vectors already made, and the next sync waits ``cooldown_s``.
 * :meth:`Semantic.query` returns the query's vector, or None: then the caller ranks lexically alone
   for that call. It never raises for the URL's faults (down, slow, HTTP errors, bad JSON, wrong
-  dimensions, an answer too large), nor when no tool has a vector yet: each fallback is counted in
+  dimensions, an answer too large): each fallback is counted in
   ``mcp_gateway_search_lexical_fallbacks_total{endpoint, reason}`` and logged as a WARNING at most
-  once a minute (with how many were not logged). After 3 failures in a row the URL is not asked for
-  ``cooldown_s`` (reason ``breaker_open``), so an endpoint that times out does not cost every call
-  its timeout; then one call tries again (the others stay lexical until it succeeds).
+  once a minute (with how many were not logged).
+* No query is sent until the index is ready: while no tool has a vector, and while a sync is
+  sending batches (reason ``not_indexed``). A server busy embedding the catalog answers a query
+  only after the batches before it: during a first build every ``find_tools`` would wait its full
+  ``timeout_s`` for nothing.
+* The breaker counts failures in a row of either stage, and only an answered *query* ends the row:
+  a batch that succeeds says nothing about whether queries are answered within ``timeout_s`` (a
+  batch has ``index_timeout_s``). After 3 the URL is not asked for ``cooldown_s`` (reason
+  ``breaker_open``), so an endpoint that times out does not cost every call its timeout; then one
+  call tries again (the others stay lexical until it succeeds). Time is read from ``clock``
+  (monotonic seconds; tests pass their own).
 * :func:`fuse` is weighted reciprocal-rank fusion of two rankings that were each made over the
   caller's visible tools only (visibility is applied before either top *n* is taken), so the fused
   result never holds a tool the caller may not see.
@@ -80,8 +88,10 @@ def fuse(lexical: Sequence[SearchHit], semantic: Sequence[SearchHit], limit: int
 class Semantic:
     """The embedding side of one search endpoint (see the module doc)."""
 
-    def __init__(self, config: EmbeddingsConfig, endpoint: str, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, config: EmbeddingsConfig, endpoint: str, env: Mapping[str, str] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
+        self._clock = clock
         self.endpoint = endpoint
         variables = os.environ if env is None else env
         key = variables.get(config.api_key_env, "") if config.api_key_env else ""
@@ -107,9 +117,9 @@ class Semantic:
     # -- failures ------------------------------------------------------------------------------
     def _failed(self, stage: str, exc: EmbeddingsError) -> None:
         self._failures += 1
+        now = self._clock()
         if self._failures >= _FAILURES_TO_OPEN:
-            self._open_until = time.monotonic() + self.config.cooldown_s
-        now = time.monotonic()
+            self._open_until = now + self.config.cooldown_s
         if now - self._warned_at >= _WARN_EVERY_S:
             more = f" ({self._unlogged} more failure(s) since the last warning)" if self._unlogged else ""
             log.warning("endpoint %s: embeddings %s request to %s failed: %s: %s; ranking lexically%s",
@@ -118,7 +128,8 @@ class Semantic:
         else:
             self._unlogged += 1
 
-    def _ok(self) -> None:
+    def _answered(self) -> None:
+        """A query was answered: the breaker's row of failures ends (a batch never ends it)."""
         self._failures = 0
 
     def _allow(self) -> bool:
@@ -126,7 +137,7 @@ class Semantic:
         first caller probes (and the cool-down restarts for the others until it succeeds)."""
         if self._failures < _FAILURES_TO_OPEN:
             return True
-        now = time.monotonic()
+        now = self._clock()
         if now < self._open_until:
             return False
         self._open_until = now + self.config.cooldown_s
@@ -136,12 +147,14 @@ class Semantic:
     def pending(self, prints: Mapping[str, str]) -> bool:
         """Whether a :meth:`sync` of *prints* has work it may do now."""
         return (not self.no_key and self.complete_for is not prints and not self._syncing
-                and time.monotonic() >= self._sync_after)
+                and self._clock() >= self._sync_after)
 
     async def sync(self, prints: Mapping[str, str], texts: Callable[[str], str]) -> int:
         """Embed the tools of *prints* (name → fingerprint) that have no vector; *texts* gives a
         name's text. Returns how many were embedded (0 when another sync runs or it cools down)."""
-        if not self.pending(prints) or not self._allow():
+        # Batches may go while the breaker is closed or cooled down, but take no probe from the
+        # queries: only an answered query closes the breaker.
+        if not self.pending(prints) or (self._failures >= _FAILURES_TO_OPEN and self._clock() < self._open_until):
             return 0
         self._syncing = True
         done = 0
@@ -154,9 +167,8 @@ class Semantic:
                     rows = await self.client.embed([texts(by_print[fp]) for fp in batch], "index", self.store.dim)
                 except EmbeddingsError as exc:
                     self._failed("index", exc)
-                    self._sync_after = time.monotonic() + self.config.cooldown_s
+                    self._sync_after = self._clock() + self.config.cooldown_s
                     return done
-                self._ok()
                 self.store.put(batch, rows)
                 done += len(batch)
             self.complete_for = prints
@@ -170,8 +182,10 @@ class Semantic:
         if self.no_key:
             self._fallback("no_key")
             return None
-        if not len(self.store):
-            self._fallback("not_indexed")  # no tool vector yet (just started, or indexing fails)
+        if not len(self.store) or self._syncing:
+            # No tool vector yet (just started, or indexing fails), or batches are in flight: the
+            # server would answer this query only after them.
+            self._fallback("not_indexed")
             return None
         key = " ".join(text.split())
         cached = self._queries.get(key)
@@ -187,7 +201,7 @@ class Semantic:
             self._failed("query", exc)
             self._fallback(exc.reason)
             return None
-        self._ok()
+        self._answered()
         if self.config.query_cache:
             self._queries[key] = vector
             if len(self._queries) > self.config.query_cache:

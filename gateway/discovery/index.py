@@ -20,21 +20,22 @@ Contract:
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gateway.discovery.intent import Intent, tool_kind
+from gateway.discovery.concepts import Query
+from gateway.discovery.intent import Intent, agreement, tool_kind
 from gateway.discovery.query import parse
 from gateway.discovery.rank import HeadIndex, Profile, profile, rerank
-from gateway.discovery.words import stem, words_text
+from gateway.discovery.tools import MAX_LIMIT, MAX_QUERY
+from gateway.discovery.words import split_words, stem, words_text
 
 __all__ = ["ToolDoc", "SearchHit", "SearchIndex", "doc_from_tool", "MAX_LIMIT", "MAX_QUERY"]
 
-MAX_LIMIT = 50
-MAX_QUERY = 1000
 _DESC_CHARS = 600  # the first paragraph or two say what a tool does; the rest is detail
 _PARAM_DESC_CHARS = 120
 _CANDIDATES = 60  # BM25 candidates re-ranked by concept coverage (gateway/discovery/rank.py)
@@ -200,16 +201,29 @@ class SearchIndex:
         self._heads.add(doc.name, prof)
 
     def search(self, query: str, limit: int = 8,
-               visible: Callable[[str], bool] | None = None) -> list[SearchHit]:
-        """The best *limit* tools for *query* among those *visible* allows, best first."""
+               visible: Callable[[str], bool] | None = None, fill: bool = True) -> list[SearchHit]:
+        """The best *limit* tools for *query* among those *visible* allows, best first.
+
+        Always ``min(limit, visible tools)`` hits: when the ranked candidates are fewer (a query
+        whose words few tools hold, "how much credit do I have left"), the tools that hold any
+        word of the query follow, by BM25 then re-ranked; with *fill*, then the other visible
+        tools (those whose kind agrees with the query's intent first, then by name), so a caller
+        always has a second choice. Scores never rise down the list."""
         limit = max(1, min(int(limit), MAX_LIMIT))
-        parsed = parse(query[:MAX_QUERY], self._heads.names)
+        query = query[:MAX_QUERY]
+        parsed = parse(query, self._heads.names)
         if not parsed.intent.strong and parsed.lead:
             # "star the repo", "block a spammer": a sentence that opens with one of the catalog's
             # own verbs asks for what that verb does there.
             kind = self._heads.verb_kind(stem(parsed.lead))
             if kind:
                 parsed = replace(parsed, intent=Intent(kind, True))
+        hits = self._ranked(parsed, limit, visible)
+        if len(hits) < limit:
+            hits += self._backfill(query, parsed, limit - len(hits), visible, hits, fill)
+        return hits
+
+    def _ranked(self, parsed: Query, limit: int, visible: Callable[[str], bool] | None) -> list[SearchHit]:
         concepts = parsed.concepts
         if not concepts:
             return []
@@ -237,6 +251,35 @@ class SearchIndex:
                 added += 1
         ranked = rerank(pool, parsed, self._profiles, self._df, self._len)
         return [SearchHit(name, score) for name, score in ranked[:limit]]
+
+    def _backfill(self, query: str, parsed: Query, need: int, visible: Callable[[str], bool] | None,
+                  hits: list[SearchHit], fill: bool) -> list[SearchHit]:
+        """Up to *need* more tools after *hits* (see :meth:`search`)."""
+        seen = {h.name: h.score for h in hits}
+        # Every word of the query and every phrase of its concepts, the common ones included: BM25
+        # still orders by the rarer words.
+        terms = {*(p for c in parsed.concepts for p in c.phrases), *split_words(query)}
+        more: list[tuple[str, float]] = []
+        if terms:
+            weights = ", ".join(str(w) for w in _WEIGHTS)
+            cur = self._db.execute(f"SELECT rowid, bm25(tools, {weights}) AS s FROM tools WHERE tools MATCH ? "
+                                   "ORDER BY s", (" OR ".join(_quote(t) for t in sorted(terms)),))
+            # As many as the ranked pool takes, whatever is missing: a larger limit extends the
+            # list of a smaller one instead of re-ordering it.
+            more = rerank(self._take(cur, max(_CANDIDATES, need), visible, seen), parsed, self._profiles,
+                          self._df, self._len)[:need]
+        out = [SearchHit(name, score) for name, score in more]
+        if fill and len(out) < need:
+            taken = seen.keys() | {h.name for h in out}
+            rest = [n for n in sorted(self._rowids) if n not in taken and (visible is None or visible(n))]
+            # Nothing of the query in them: the kind the query asks for (read, write, delete) first.
+            picked = sorted(rest, key=lambda n: -agreement(parsed.intent, self._profiles[n].kind))
+            out += [SearchHit(n, 0.0) for n in picked[:need - len(out)]]
+        floor = min(seen.values(), default=math.inf)
+        for i, hit in enumerate(out):
+            floor = min(floor, hit.score)
+            out[i] = SearchHit(hit.name, floor)
+        return out
 
     def _take(self, cur: sqlite3.Cursor, want: int, visible: Callable[[str], bool] | None,
               skip: dict[str, float]) -> list[tuple[str, float]]:

@@ -4,17 +4,24 @@
 ``find_tools {query, limit?}`` answers ``structuredContent: {"tools": [Tool, ...]}`` (best first,
 each the full MCP Tool object the caller may call directly) and a short text of the same;
 ``call_tool {name, arguments}`` calls a tool exactly as a direct ``tools/call`` would.
+
+This module imports nothing of the ranker (it defines the bounds the index applies): an endpoint
+view names the two tools without loading the index, its stemmer and vocabulary, which only a
+``discovery: search`` endpoint needs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gateway.discovery.index import MAX_LIMIT, MAX_QUERY, SearchHit
+if TYPE_CHECKING:
+    from gateway.discovery.index import SearchHit
 
-__all__ = ["FIND_TOOLS", "CALL_TOOL", "DEFAULT_LIMIT", "find_result"]
+__all__ = ["FIND_TOOLS", "CALL_TOOL", "DEFAULT_LIMIT", "MAX_LIMIT", "MAX_QUERY", "find_result"]
 
+MAX_LIMIT = 50
+MAX_QUERY = 1000
 DEFAULT_LIMIT = 8
 _TEXT_DESC = 100  # characters of each description in the text summary
 

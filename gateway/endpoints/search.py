@@ -24,13 +24,12 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from gateway.discovery.catalog_search import CatalogSearch
-from gateway.discovery.index import MAX_LIMIT, MAX_QUERY
-from gateway.discovery.tools import CALL_TOOL, DEFAULT_LIMIT, FIND_TOOLS
+from gateway.discovery.tools import CALL_TOOL, DEFAULT_LIMIT, FIND_TOOLS, MAX_LIMIT, MAX_QUERY
 from gateway.filters.auth import AccessFilter
 
 if TYPE_CHECKING:
     from gateway.context import CallContext, LocalHandler
+    from gateway.discovery.catalog_search import CatalogSearch
     from gateway.discovery.hybrid import Semantic
     from gateway.endpoints.config import EmbeddingsConfig
     from gateway.endpoints.view import EndpointView
@@ -73,6 +72,9 @@ class EndpointSearch:
     async def _ready(self) -> CatalogSearch:
         async with self._lock:
             if self._index is None:
+                # The ranker (index, stemmer, vocabulary: ~6 MB) loads with the first search endpoint
+                # that searches or warms up, never in a gateway that has none.
+                from gateway.discovery.catalog_search import CatalogSearch
                 self._index = CatalogSearch(self.view)
             wanted = self._embeddings()
             if wanted != self._semantic_for:  # first use, or a reload changed search.embeddings

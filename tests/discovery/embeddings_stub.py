@@ -70,6 +70,10 @@ class EmbeddingsStub:
     inputs: list[str] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     url: str = ""
+    # Set on every request's arrival; while ``gate`` is an unset event, answers wait for it (a
+    # server busy with a batch, released by the test: no timing involved).
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    gate: asyncio.Event | None = None
     _runner: web.AppRunner | None = None
 
     def reset(self) -> None:
@@ -81,6 +85,9 @@ class EmbeddingsStub:
         body = await request.json()
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         self.inputs.extend(texts)
+        self.arrived.set()
+        if self.gate is not None:
+            await self.gate.wait()
         mode = self.mode
         if mode == "slow":
             await asyncio.sleep(self.delay)

@@ -57,10 +57,10 @@ def test_follows_rebuilds_and_rereads_only_changed_tools() -> None:
     gh.wires["list_issues"] = {**gh.wires["list_issues"], "description": "List tickets, zebra-striped."}
     catalog.rebuild()
     assert search.refresh() == (2, 0)
-    assert _names(search.find("zebra", 5)) == ["gh_list_issues"]
+    assert _names(search.find("zebra", 1)) == ["gh_list_issues"]  # the best; 5 would back-fill the rest
     gh.tool_names.remove("create_issue")
     catalog.rebuild()
-    assert _names(search.find("open a ticket", 5)) == ["gh_list_issues"]
+    assert _names(search.find("open a ticket", 5)) == ["gh_list_issues", "gh_cancel_run"]  # create_issue is gone
 
 
 def test_visibility_is_applied_before_the_top_k() -> None:

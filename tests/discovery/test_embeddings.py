@@ -89,7 +89,7 @@ async def test_hybrid_finds_a_tool_the_lexical_ranking_misses(stub: EmbeddingsSt
     search, _ = await _search(stub.url, "hyb-find")
     assert search.semantic is not None and len(search.semantic.store) == len(TOOLS)
     query = "parrot my phrase"
-    assert "echo" not in _names(search.find(query, 3))  # lexically: no shared word
+    assert "echo" not in [h.name for h in search.index.search(query, 3, fill=False)]  # lexically: no shared word
     vector = await search.query_vector(query)
     assert vector is not None
     assert _names(search.find(query, 3, vector=vector))[0] == "echo"
@@ -221,6 +221,70 @@ async def test_sync_failure_keeps_vectors_and_waits(stub: EmbeddingsStub) -> Non
     assert search.semantic is not None and len(search.semantic.store) == 0 and stub.requests == 1
     assert not search.pending()  # cooling down: no request per find_tools
     assert await search.query_vector("parrot") is None and _fallbacks("hyb-syncfail", "not_indexed") == 1
+
+
+async def test_no_query_is_sent_while_the_index_is_being_built(stub: EmbeddingsStub) -> None:
+    # A server embedding the catalog answers a query only after the batches before it: during a
+    # first build every find_tools waited its full timeout_s. Batches are held at the stub's gate.
+    semantic = Semantic(_config(stub.url, batch=2, timeout_s=2.0), "hyb-ready", env={})
+    _OPEN.append(semantic)
+    search = CatalogSearch(_catalog((Described("kit", TOOLS), "")), semantic)
+    search.refresh()
+    first = stub.gate = asyncio.Event()
+    build = asyncio.create_task(search.embed())
+    await asyncio.wait_for(stub.arrived.wait(), 10)  # batch 1 of 3 is at the server
+    stub.arrived.clear()
+    second = stub.gate = asyncio.Event()
+    first.set()
+    await asyncio.wait_for(stub.arrived.wait(), 10)  # batch 2 is held: 2 tools have vectors
+    assert len(semantic.store) == 2 and stub.requests == 2
+    before = _fallbacks("hyb-ready", "not_indexed")
+    assert await search.query_vector("parrot my phrase") is None  # at once: nothing was sent
+    assert stub.requests == 2 and _fallbacks("hyb-ready", "not_indexed") == before + 1
+    second.set()
+    assert await asyncio.wait_for(build, 10) == len(TOOLS)
+    vector = await search.query_vector("parrot my phrase")
+    assert vector is not None and stub.requests == 4
+    assert _names(search.find("parrot my phrase", 3, vector=vector))[0] == "echo"
+
+
+async def test_the_breaker_counts_query_failures_between_successful_batches(stub: EmbeddingsStub) -> None:
+    now = [1000.0]
+    semantic = Semantic(_config(stub.url, cooldown_s=30), "hyb-brk", env={}, clock=lambda: now[0])
+    _OPEN.append(semantic)
+    conn = Described("kit", TOOLS)
+    catalog = _catalog((conn, ""))
+    search = CatalogSearch(catalog, semantic)
+    search.refresh()
+    assert await search.embed() == len(TOOLS)
+
+    async def add_tool(name: str) -> int:
+        conn.descriptions[name] = f"The {name} tool."
+        conn.tool_names.append(name)
+        catalog.rebuild()
+        search.refresh()
+        stub.mode = "ok"
+        done = await search.embed()
+        stub.mode = "http_500"
+        return done
+
+    stub.mode = "http_500"
+    for i in range(2):
+        assert await search.query_vector(f"failing {i}") is None
+    assert await add_tool("tally") == 1  # a batch answered: it says nothing of queries
+    assert await search.query_vector("failing 2") is None  # the third query failure in a row
+    sent = stub.requests
+    stub.mode = "ok"
+    for i in range(3):
+        assert await search.query_vector(f"skipped {i}") is None
+    assert stub.requests == sent and _fallbacks("hyb-brk", "breaker_open") == 3
+    now[0] += 31  # the cool-down is over: a batch may go, and does not take the queries' probe
+    stub.mode = "http_500"
+    assert await add_tool("gauge") == 1
+    stub.mode = "ok"
+    assert await search.query_vector("parrot my phrase") is not None  # the probe, answered
+    assert await search.query_vector("gizmo") is not None  # closed again
+    assert _fallbacks("hyb-brk", "breaker_open") == 3
 
 
 def test_fuse_is_reciprocal_rank_fusion() -> None:

@@ -23,8 +23,8 @@ def test_finds_by_callers_words_best_first() -> None:
     index.sync(_docs())
     assert index.search("open a ticket", 2)[0].name == "tickets_create"
     assert index.search("stop the pipeline", 1)[0].name == "runs_cancel"
-    assert index.search("zebra", 5) == []
-    assert index.search("", 5) == []
+    assert index.search("zebra", 5, fill=False) == []  # no tool holds the word
+    assert index.search("", 5, fill=False) == []
 
 
 def test_sync_writes_only_what_changed() -> None:
@@ -33,10 +33,10 @@ def test_sync_writes_only_what_changed() -> None:
     assert index.sync(_docs()) == (0, 0)
     changed = _docs()[:3] + [ToolDoc("sql_query", "Run SQL", "Query the warehouse for zebra counts.")]
     assert index.sync(changed) == (1, 0)
-    assert [h.name for h in index.search("zebra", 5)] == ["sql_query"]
+    assert [h.name for h in index.search("zebra", 5, fill=False)] == ["sql_query"]
     assert index.sync(changed[:2]) == (0, 2)
     assert len(index) == 2
-    assert index.search("zebra", 5) == [] and index.search("cancel workflow run", 5) == []
+    assert index.search("zebra", 5, fill=False) == [] and index.search("cancel workflow run", 5, fill=False) == []
 
 
 def test_visibility_applies_before_the_top_k() -> None:

@@ -19,7 +19,7 @@ CONFIG = CORE_ONLY + """
 gateway: {name: features, page_size: 7}
 connectors:
   - {name: kit, type: testkit, tools: 20}
-  - {name: other, type: testkit, tools: 2, prefix: "z."}
+  - {name: other, type: testkit, tools: 2, prefix: "z.", names: upstream}
 """
 
 pytestmark = pytest.mark.parametrize("transport", ["streamable_http", "sse"])

@@ -4,6 +4,7 @@ protocol revisions (negotiation, batches, shaping for older clients)."""
 from __future__ import annotations
 
 import base64
+import hashlib
 
 import pytest
 from hypothesis import given, settings
@@ -12,7 +13,17 @@ from hypothesis import strategies as st
 from gateway.protocol import versions
 from gateway.protocol.cursors import CursorCodec
 from gateway.protocol.errors import InvalidParams
-from gateway.protocol.names import MAX_NAME, NAME_RE, is_valid_name, public_name, sanitize
+from gateway.protocol.names import (
+    MAX_NAME,
+    NAME_RE,
+    PORTABLE_NAME_RE,
+    is_portable_name,
+    is_valid_name,
+    name_suffix,
+    public_name,
+    public_names,
+    sanitize,
+)
 from gateway.protocol.shaping import shape_result
 
 # -- cursors ------------------------------------------------------------------------------------
@@ -75,11 +86,18 @@ def test_random_strings_are_never_accepted(garbage: str) -> None:
 def test_public_names() -> None:
     assert public_name("team_", "summarize") == "team_summarize"
     assert public_name("", "summarize") == "summarize"
-    assert public_name("a.", "b-c") == "a.b-c"
+    assert public_name("a.", "b-c") == "a_b-c"  # portable by default: no dots
+    assert public_name("a.", "b-c", portable=False) == "a.b-c"  # the upstream spelling keeps them
     assert public_name("team_", "get /users/{id}") == "team_get__users__id_"
-    assert sanitize("") == "_" and public_name("", "") == "_"
+    assert public_name("", "2fa.enable") == "_2fa_enable"  # a letter or "_" first
+    assert public_name("", "2fa.enable", portable=False) == "2fa.enable"
+    assert public_name("tracker_", "AddonPropertiesResource.getAddonProperties_get") == \
+        "tracker_AddonPropertiesResource_getAddonProperties_get"
+    assert sanitize("") == "_" and public_name("", "") == "_" and public_name("", "", portable=False) == "_"
     assert is_valid_name("ok_name-1.2") and not is_valid_name("") and not is_valid_name("a b")
     assert not is_valid_name("x" * 65)
+    assert is_portable_name("ok_name-1") and not is_portable_name("ok.name") and not is_portable_name("1ok")
+    assert not is_portable_name("-ok") and is_portable_name("_1ok") and not is_portable_name("x" * 65)
 
 
 def test_long_names_are_shortened_deterministically_and_distinctly() -> None:
@@ -92,17 +110,45 @@ def test_long_names_are_shortened_deterministically_and_distinctly() -> None:
     # Names that sanitise the same but differ in the original still differ once shortened.
     long1 = public_name("p_", "é" * 70)
     long2 = public_name("p_", "ü" * 70)
-    assert long1 != long2 and is_valid_name(long1) and is_valid_name(long2)
+    assert long1 != long2 and is_portable_name(long1) and is_portable_name(long2)
+
+
+def test_a_shortened_name_ends_in_the_sha256_of_its_original_as_documented() -> None:
+    # The documented derivation: the first 55 characters of the mapped name, "_", then
+    # printf %s "$prefix$local" | sha256sum | cut -c1-8.
+    prefix, local = "github_", "orgs/custom-properties-for-repos-create-or-update-organization-definitions"
+    digest = hashlib.sha256((prefix + local).encode()).hexdigest()[:8]
+    assert public_name(prefix, local) == (prefix + local).replace("/", "_")[:55] + "_" + digest
+    assert name_suffix(prefix + local) == digest
+    assert public_name(prefix, local, portable=False) == public_name(prefix, local)  # only "/": same both ways
+
+
+def test_locals_that_map_to_one_name_stay_distinct_whatever_their_order() -> None:
+    locals_ = ["get.item", "get_item", "get/item", "other"]
+    names = public_names("t_", locals_)
+    assert names[0] == "t_get_item_" + name_suffix("t_get.item")
+    assert names[1] == "t_get_item"  # already spelled that way: keeps it
+    assert names[2] == "t_get_item_" + name_suffix("t_get/item")
+    assert names[3] == "t_other"
+    assert len(set(names)) == len(names) and all(is_portable_name(n) for n in names)
+    assert public_names("t_", locals_[::-1]) == names[::-1]
+    # The upstream spelling keeps the dot, so only "/" clashes there.
+    assert public_names("t_", locals_, portable=False) == [
+        "t_get.item", "t_get_item", "t_get_item_" + name_suffix("t_get/item"), "t_other"]
 
 
 @settings(max_examples=150, deadline=None)
 @given(prefix=st.text(max_size=30), local=st.text(max_size=120))
 def test_public_names_are_always_valid(prefix: str, local: str) -> None:
     name = public_name(prefix, local)
-    assert NAME_RE.match(name)
+    assert PORTABLE_NAME_RE.match(name) and NAME_RE.match(name)
     assert name == public_name(prefix, local)
-    if len(prefix + local) <= MAX_NAME and NAME_RE.match(prefix + local):
-        assert name == prefix + local  # valid names are left alone
+    if PORTABLE_NAME_RE.match(prefix + local):
+        assert name == prefix + local  # portable names are left alone
+    upstream = public_name(prefix, local, portable=False)
+    assert NAME_RE.match(upstream)
+    if NAME_RE.match(prefix + local):
+        assert upstream == prefix + local
 
 
 @settings(max_examples=150, deadline=None)
@@ -110,6 +156,15 @@ def test_public_names_are_always_valid(prefix: str, local: str) -> None:
 def test_distinct_long_names_stay_distinct(locals_: set[str]) -> None:
     names = {public_name("connector_", local) for local in locals_}
     assert len(names) == len(locals_)
+
+
+@settings(max_examples=150, deadline=None)
+@given(locals_=st.sets(st.text(alphabet="ab._/-1", min_size=1, max_size=8), min_size=2, max_size=8))
+def test_distinct_locals_of_one_connector_get_distinct_portable_names(locals_: set[str]) -> None:
+    ordered = sorted(locals_)
+    names = public_names("c_", ordered)
+    assert len(set(names)) == len(names) and all(PORTABLE_NAME_RE.match(n) for n in names)
+    assert public_names("c_", ordered[::-1]) == names[::-1]
 
 
 # -- versions and shaping -----------------------------------------------------------------------

@@ -347,6 +347,12 @@ def build(args: argparse.Namespace) -> MCPServer[Any]:
             """A tool with a UI."""
             return args.ui
 
+    if args.odd_names:
+        # Names MCP allows but model APIs refuse (a dot, a slash, a leading digit), and one that the
+        # portable spelling of another clashes with.
+        for odd in ("search.issues", "search_issues", "2fa/enable"):
+            mcp.add_tool(lambda odd=odd: f"called {odd}", name=odd, description=f"The tool {odd}.")
+
     if args.controls:
         calls = {"n": 0}
 
@@ -404,6 +410,7 @@ def main() -> None:
     parser.add_argument("--mrtr", action="store_true", help="serve the tools, prompt and template that ask for input")
     parser.add_argument("--controls", action="store_true",
                         help="serve a tool whose schema has unportable patterns, and read-only counters")
+    parser.add_argument("--odd-names", action="store_true", help="serve tools named search.issues, 2fa/enable ...")
     parser.add_argument("--bad-header-tool", action="store_true", help="list a tool with an invalid x-mcp-header")
     args = parser.parse_args()
     mcp = build(args)
