@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import socket
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -143,6 +144,9 @@ class Gateway:
         self.config_loaded_at = 0.0  # epoch seconds of the start or reload that installed self.config
         self._metrics_server: web.AppRunner | None = None
         self._metrics_port: int | None = None
+        # serve --workers N: the loopback socket the supervisor made for this worker's own metrics
+        # listener (the supervisor holds telemetry.metrics_port and merges the workers); set by cli.
+        self.metrics_socket: socket.socket | None = None
         self._rebuild_handle: asyncio.Handle | None = None
         self._background: set[asyncio.Task[Any]] = set()
 
@@ -264,6 +268,13 @@ class Gateway:
         metrics.BUILD_INFO.info({"version": str(self.config.gateway.version)})
         metrics.CONFIG_LAST_RELOAD.set_to_current_time()
         telemetry = self.config.telemetry
+        if self.metrics_socket is not None:
+            # A worker: its listener is the supervisor's socket whatever the port says (the port
+            # is the supervisor's), started once and kept across reloads.
+            if self._metrics_server is None:
+                self._metrics_server = await start_metrics_server("", 0, self.health, self._status_on_metrics_port,
+                                                                  sock=self.metrics_socket)
+            return
         port = telemetry.metrics_port if telemetry.metrics else None
         if self._metrics_server is not None and port == self._metrics_port:
             return  # a reload that kept the port keeps the server (and its open scrapes)
