@@ -59,6 +59,7 @@ from gateway.stateless import StatelessSession
 from gateway.status import StatusQuery, StatusView, collect, respond
 from gateway.subscriptions import Subscriptions
 from gateway.tasks import TASK_METHODS, TASKS_EXTENSION, TaskHandles, TaskRouter
+from gateway.telemetry import known as known_series
 from gateway.telemetry import metrics, tracing
 from gateway.telemetry.http import start_metrics_server
 from gateway.telemetry.instrumentation import ConnectorInstrumentation
@@ -222,6 +223,7 @@ class Gateway:
         changed = self.catalog.rebuild(strict=strict)
         self.endpoints.configure(self.config.endpoints)
         self.endpoints.rebuild(self.spawn)
+        known_series.prime(self.config, self.catalog)  # rare-event counters at 0 for what is known now
         return changed
 
     async def _install_filters(self, authenticator: Authenticator | None = None) -> None:
