@@ -8,7 +8,7 @@ reload, a connector's list changing), each at 0 (an existing child keeps its val
 
 * closed label sets, always: ``server_requests_refused`` (method × cap), ``http_refused`` (every
   limit), ``config_reloads`` (ok, failed); ``auth_failures`` (missing, invalid, expired) when
-  authentication is on;
+  authentication is on; ``audit_events_written`` for the audit's sinks (store, jsonl) when it is on;
 * per configured connector: ``connector_reconnects``; ``response_cache`` (hit, miss) when it
   caches;
 * with rate-limit rules: ``rate_limit_backend_errors`` for the configured backend and the one
@@ -59,6 +59,10 @@ def prime(config: GatewayConfig, catalog: Catalog) -> None:
     if config.auth.enabled:
         for reason in AUTH_REASONS:
             metrics.AUTH_FAILURES.labels(reason)
+    if config.audit.enabled:  # spill_replay stays event-only: a spill is an incident of its own
+        metrics.AUDIT_EVENTS_WRITTEN.labels("store")
+        if config.audit.jsonl:
+            metrics.AUDIT_EVENTS_WRITTEN.labels("jsonl")
     limits = config.rate_limits
     scopes = {rule.scope for rule in limits.rules}
     if limits.rules and limits.backend.startswith(("redis://", "rediss://", "unix://")):
