@@ -218,6 +218,7 @@ def _supervise(slots: list[_Slot], command: list[str], port: int, stop_grace_s: 
                 _stop(slots, stop_grace_s)
                 return code if code > 0 else 1
             if time.monotonic() - slot.started >= RESTART_MIN_S:
-                print(f"mcp-gateway: worker {slot.pid} exited with {code}; starting another", file=sys.stderr,
-                      flush=True)
+                gone = slot.pid
                 slot.start(command)
+                print(f"mcp-gateway: worker {gone} exited with {code}; started {slot.pid} in its place",
+                      file=sys.stderr, flush=True)

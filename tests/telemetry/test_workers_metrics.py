@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -161,7 +163,7 @@ async def test_two_workers_with_a_metrics_port_serve_summed_counters_on_one_scra
         async with http.get(f"http://127.0.0.1:{metrics_port}/readyz") as resp:
             assert resp.status == 200 and set((await resp.json())["workers"]) == {str(p) for p in pids}
         assert sup.children() == pids
-        assert not any("starting another" in line for line in sup.lines), sup.lines
+        assert not any("in its place" in line for line in sup.lines), sup.lines
 
 
 async def test_two_workers_without_a_metrics_port_answer_the_sum_on_the_main_port(tmp_path: Path) -> None:
@@ -196,7 +198,7 @@ def test_a_worker_that_cannot_listen_stops_the_supervisor_once(tmp_path: Path) -
     assert code == 2, err
     assert f"cannot listen on 127.0.0.1:{port}" in err and "address already in use" in err.lower()
     assert err.count("before it was serving") == 1 and "not restarting it" in err
-    assert "starting another" not in err
+    assert "in its place" not in err
 
 
 def test_a_taken_metrics_port_is_refused_before_any_worker_starts(tmp_path: Path) -> None:
@@ -208,3 +210,29 @@ def test_a_taken_metrics_port_is_refused_before_any_worker_starts(tmp_path: Path
     assert proc.returncode == 2
     assert f"telemetry.metrics_port: cannot serve /metrics on 127.0.0.1:{port}" in proc.stderr
     assert "workers on port" not in proc.stderr  # refused before starting any
+
+
+async def test_a_worker_that_dies_after_serving_is_started_again_and_scraped(tmp_path: Path) -> None:
+    """Only start-up failures stop the supervisor: a worker SIGKILLed while serving (the OOM
+    killer) is replaced once, on the same private metrics socket, and the scrape answers again."""
+    port, metrics_port = free_port(), free_port()
+    async with serving(config(tmp_path, metrics_port), port) as (sup, pids, urls), aiohttp.ClientSession() as http:
+        os.kill(pids[0], signal.SIGKILL)
+        found = await asyncio.to_thread(sup.wait_for, re.compile(rf"worker {pids[0]} exited with -9; started (\d+)"))
+        replacement = int(found.group(1))
+        async with asyncio.timeout(90):
+            while True:  # the replacement listens on the slot's socket once it has started
+                try:
+                    async with http.get(f"http://127.0.0.1:{metrics_port}/readyz") as resp:
+                        if resp.status == 200:
+                            workers = set((await resp.json())["workers"])
+                            break
+                except aiohttp.ClientConnectionError:
+                    pass
+                await asyncio.sleep(0.1)
+        children = sup.children()
+        assert children == sorted([replacement, pids[1]])
+        assert workers == {str(p) for p in children}
+        async with http.get(f"http://127.0.0.1:{metrics_port}/metrics") as resp:
+            assert resp.status == 200
+        assert sup.proc.poll() is None
