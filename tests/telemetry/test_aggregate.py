@@ -10,53 +10,30 @@ from gateway.telemetry.aggregate import AggregateError, merge
 from gateway.telemetry.http import render
 from tests.telemetry.metrics_client import Samples
 
-WORKER_A = """\
-# HELP mcp_gateway_requests_total Requests.
-# TYPE mcp_gateway_requests_total counter
-mcp_gateway_requests_total{method="tools/call",outcome="ok"} 3.0
-mcp_gateway_requests_total{method="ping",outcome="ok"} 1.0
-# HELP mcp_gateway_request_duration_seconds Durations.
-# TYPE mcp_gateway_request_duration_seconds histogram
-mcp_gateway_request_duration_seconds_bucket{le="0.1"} 2.0
-mcp_gateway_request_duration_seconds_bucket{le="+Inf"} 3.0
-mcp_gateway_request_duration_seconds_sum 0.5
-mcp_gateway_request_duration_seconds_count 3.0
-# HELP mcp_gateway_connector_up Up.
-# TYPE mcp_gateway_connector_up gauge
-mcp_gateway_connector_up{connector="api",type="openapi"} 1.0
-# HELP mcp_gateway_catalog_items Items.
-# TYPE mcp_gateway_catalog_items gauge
-mcp_gateway_catalog_items{connector="api",kind="tools"} 12.0
-# HELP mcp_gateway_requests_in_flight In flight.
-# TYPE mcp_gateway_requests_in_flight gauge
-mcp_gateway_requests_in_flight 2.0
-# HELP process_start_time_seconds Start.
-# TYPE process_start_time_seconds gauge
-process_start_time_seconds 200.0
-"""
-WORKER_B = """\
-# HELP mcp_gateway_requests_total Requests.
-# TYPE mcp_gateway_requests_total counter
-mcp_gateway_requests_total{method="tools/call",outcome="ok"} 4.0
-# HELP mcp_gateway_request_duration_seconds Durations.
-# TYPE mcp_gateway_request_duration_seconds histogram
-mcp_gateway_request_duration_seconds_bucket{le="0.1"} 1.0
-mcp_gateway_request_duration_seconds_bucket{le="+Inf"} 4.0
-mcp_gateway_request_duration_seconds_sum 2.0
-mcp_gateway_request_duration_seconds_count 4.0
-# HELP mcp_gateway_connector_up Up.
-# TYPE mcp_gateway_connector_up gauge
-mcp_gateway_connector_up{connector="api",type="openapi"} 0.0
-# HELP mcp_gateway_catalog_items Items.
-# TYPE mcp_gateway_catalog_items gauge
-mcp_gateway_catalog_items{connector="api",kind="tools"} 12.0
-# HELP mcp_gateway_requests_in_flight In flight.
-# TYPE mcp_gateway_requests_in_flight gauge
-mcp_gateway_requests_in_flight 1.0
-# HELP process_start_time_seconds Start.
-# TYPE process_start_time_seconds gauge
-process_start_time_seconds 100.0
-"""
+
+def exposition(ok: int, ping: int | None, fast: int, total_s: float, up: int, in_flight: int, started: int) -> str:
+    """One worker's exposition (text format) with the values a merge rule needs to differ."""
+    pings = f'mcp_gateway_requests_total{{method="ping",outcome="ok"}} {ping}\n' if ping is not None else ""
+    return (
+        "# HELP mcp_gateway_requests_total Requests.\n# TYPE mcp_gateway_requests_total counter\n"
+        f'mcp_gateway_requests_total{{method="tools/call",outcome="ok"}} {ok}\n{pings}'
+        "# HELP mcp_gateway_request_duration_seconds Durations.\n"
+        "# TYPE mcp_gateway_request_duration_seconds histogram\n"
+        f'mcp_gateway_request_duration_seconds_bucket{{le="0.1"}} {fast}\n'
+        f'mcp_gateway_request_duration_seconds_bucket{{le="+Inf"}} {ok}\n'
+        f"mcp_gateway_request_duration_seconds_sum {total_s}\nmcp_gateway_request_duration_seconds_count {ok}\n"
+        "# HELP mcp_gateway_connector_up Up.\n# TYPE mcp_gateway_connector_up gauge\n"
+        f'mcp_gateway_connector_up{{connector="api",type="openapi"}} {up}\n'
+        "# HELP mcp_gateway_catalog_items Items.\n# TYPE mcp_gateway_catalog_items gauge\n"
+        'mcp_gateway_catalog_items{connector="api",kind="tools"} 12\n'
+        "# HELP mcp_gateway_requests_in_flight In flight.\n# TYPE mcp_gateway_requests_in_flight gauge\n"
+        f"mcp_gateway_requests_in_flight {in_flight}\n"
+        "# HELP process_start_time_seconds Start.\n# TYPE process_start_time_seconds gauge\n"
+        f"process_start_time_seconds {started}\n")
+
+
+WORKER_A = exposition(ok=3, ping=1, fast=2, total_s=0.5, up=1, in_flight=2, started=200)
+WORKER_B = exposition(ok=4, ping=None, fast=1, total_s=2.0, up=0, in_flight=1, started=100)
 
 
 def test_counters_and_histograms_are_summed_and_gauges_follow_their_rule():

@@ -27,7 +27,7 @@ import aiohttp
 import pytest
 
 from tests.scale.harness import state_section
-from tests.support import REPO, free_port
+from tests.support import REPO, free_port, until_ok
 from tests.telemetry.metrics_client import Samples
 
 pytestmark = pytest.mark.timeout(180)
@@ -82,6 +82,9 @@ class Supervisor:
                     raise AssertionError(f"no {pattern.pattern!r} in the supervisor's stderr: {''.join(self.lines)}")
                 self._changed.wait(min(left, 0.5))
 
+    async def running(self) -> None:
+        assert self.proc.poll() is None, "the supervisor exited: " + "".join(self.lines)
+
     def close(self) -> None:
         """After the supervisor exited: the rest of its stderr read (bounded), the pipe closed."""
         self._reader.join(10)
@@ -119,18 +122,9 @@ async def serving(path: Path, port: int) -> AsyncIterator[tuple[Supervisor, list
         found = await asyncio.to_thread(sup.wait_for, STARTED)
         pids = sorted(int(p) for p in found.group(2).split(", "))
         urls = found.group(3).split(", ")
-        async with aiohttp.ClientSession() as http:
-            async with asyncio.timeout(90):
-                for url in urls:
-                    while True:
-                        try:
-                            async with http.get(url + "/readyz") as resp:
-                                if resp.status == 200:
-                                    break
-                        except aiohttp.ClientConnectionError:
-                            pass
-                        assert sup.proc.poll() is None, "".join(sup.lines)
-                        await asyncio.sleep(0.05)
+        async with aiohttp.ClientSession() as http, asyncio.timeout(90):
+            for url in urls:
+                await until_ok(http, url + "/readyz", sup.running)
         yield sup, pids, urls
 
 
@@ -220,16 +214,9 @@ async def test_a_worker_that_dies_after_serving_is_started_again_and_scraped(tmp
         os.kill(pids[0], signal.SIGKILL)
         found = await asyncio.to_thread(sup.wait_for, re.compile(rf"worker {pids[0]} exited with -9; started (\d+)"))
         replacement = int(found.group(1))
-        async with asyncio.timeout(90):
-            while True:  # the replacement listens on the slot's socket once it has started
-                try:
-                    async with http.get(f"http://127.0.0.1:{metrics_port}/readyz") as resp:
-                        if resp.status == 200:
-                            workers = set((await resp.json())["workers"])
-                            break
-                except aiohttp.ClientConnectionError:
-                    pass
-                await asyncio.sleep(0.1)
+        async with asyncio.timeout(90):  # the replacement listens on the slot's socket once it has started
+            ready = await until_ok(http, f"http://127.0.0.1:{metrics_port}/readyz", sup.running)
+        workers = set(json.loads(ready)["workers"])
         children = sup.children()
         assert children == sorted([replacement, pids[1]])
         assert workers == {str(p) for p in children}
