@@ -160,7 +160,7 @@ def serve_workers(args: argparse.Namespace, argv: list[str]) -> int:
         metrics_port = config.telemetry.metrics_port
         try:
             merged = WorkerMetrics(host if metrics_port is not None else "127.0.0.1", metrics_port or 0,
-                                   lambda: [(s.pid, s.metrics_url()) for s in slots])
+                                   lambda: [(s.pid, s.metrics_url(), s.ready) for s in slots])
         except OSError as exc:
             print(f"{args.config}: telemetry.metrics_port: cannot serve /metrics on {host}:{metrics_port}: "
                   f"{exc.strerror or exc}", file=sys.stderr)

@@ -9,8 +9,9 @@ port fetch from) and answers:
   :func:`gateway.telemetry.aggregate.merge`. A worker that does not answer within
   :data:`FETCH_TIMEOUT_S` fails the scrape with 503 naming it: a partial sum would look like a
   counter reset to Prometheus, a failed scrape is honest (``up`` is 0 for it).
-* ``/readyz``: 200 when every worker is ready (the kernel hands connections to all of them), the
-  body each worker's detail under ``workers``; ``/healthz``: the supervisor answers.
+* ``/readyz``: 200 when every worker listens on the main port and is ready (the kernel hands
+  connections to all of them), the body each worker's detail under ``workers``; ``/healthz``:
+  the supervisor answers.
 * ``/status``: the first worker's page (each worker sees the same connectors and config).
 
 It runs in threads of the supervisor (``http.server``): the supervisor has no event loop, and a
@@ -60,12 +61,13 @@ def fetch(url: str, timeout: float = FETCH_TIMEOUT_S) -> Fetched:
 class WorkerMetrics:
     """Serve the merged view of the workers at ``host:port`` (0: a free port, see :attr:`port`).
 
-    ``workers()`` returns, per worker slot, ``(pid, base URL of its private listener)``; it is read
-    on every request, so a restarted worker is scraped under its new pid. Binding happens in the
-    constructor: an ``OSError`` there (port taken) is the caller's to report.
+    ``workers()`` returns, per worker slot, ``(pid, base URL of its private listener, serving)``,
+    ``serving`` true once the worker listens on the main port; it is read on every request, so a
+    restarted worker is scraped under its new pid. Binding happens in the constructor: an
+    ``OSError`` there (port taken) is the caller's to report.
     """
 
-    def __init__(self, host: str, port: int, workers: Callable[[], Sequence[tuple[int, str]]]) -> None:
+    def __init__(self, host: str, port: int, workers: Callable[[], Sequence[tuple[int, str, bool]]]) -> None:
         self._workers = workers
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="worker-metrics")
         owner = self
@@ -95,10 +97,10 @@ class WorkerMetrics:
         self._server.server_close()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def _gather(self, path: str) -> list[tuple[int, Fetched]]:
+    def _gather(self, path: str) -> list[tuple[int, bool, Fetched]]:
         workers = list(self._workers())
         answers = self._pool.map(lambda w: fetch(w[1] + path), workers)
-        return [(pid, answer) for (pid, _), answer in zip(workers, answers, strict=True)]
+        return [(pid, serving, answer) for (pid, _, serving), answer in zip(workers, answers, strict=True)]
 
     def answer(self, path: str) -> tuple[int, str, bytes]:
         """Status, content type and body for a GET of ``path`` (the request line's target)."""
@@ -110,7 +112,7 @@ class WorkerMetrics:
         if route == "/readyz":
             return self._readyz("?" + query if query else "")
         if route == "/status":
-            for _, got in self._gather(path)[:1]:
+            for _, _, got in self._gather(path)[:1]:
                 if not got.error:
                     return got.status, got.content_type, got.body
                 return 503, "text/plain; charset=utf-8", f"worker did not answer /status: {got.error}".encode()
@@ -118,7 +120,7 @@ class WorkerMetrics:
 
     def _metrics(self) -> tuple[int, str, bytes]:
         texts = []
-        for pid, got in self._gather("/metrics"):
+        for pid, _, got in self._gather("/metrics"):
             if got.error or got.status != 200:
                 why = got.error or f"HTTP {got.status}"
                 return 503, "text/plain; charset=utf-8", f"worker {pid} did not answer /metrics: {why}".encode()
@@ -131,12 +133,15 @@ class WorkerMetrics:
     def _readyz(self, query: str) -> tuple[int, str, bytes]:
         details: dict[str, object] = {}
         ready = True
-        for pid, got in self._gather("/readyz" + query):
-            ready = ready and got.status == 200
+        for pid, serving, got in self._gather("/readyz" + query):
+            # A worker's gateway may be ready before it listens on the main port: not yet ours.
+            ready = ready and serving and got.status == 200
             try:
-                details[str(pid)] = json.loads(got.body) if not got.error else {"status": "unreachable",
-                                                                                 "error": got.error}
+                detail = json.loads(got.body) if not got.error else {"status": "unreachable", "error": got.error}
             except ValueError:
-                details[str(pid)] = {"status": f"HTTP {got.status}"}
+                detail = {"status": f"HTTP {got.status}"}
+            if not serving and isinstance(detail, dict):
+                detail["status"] = "starting"
+            details[str(pid)] = detail
         body = {"status": "ready" if ready else "not ready", "workers": details}
         return 200 if ready else 503, "application/json", json.dumps(body).encode()

@@ -37,6 +37,7 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "workers-test", "version": "1"}}}
 HEADERS = {"Accept": "application/json, text/event-stream", "Connection": "close"}
+LISTENING = re.compile(r"^mcp-gateway listening on ")
 STARTED = re.compile(r"(\d+) workers on port \d+ \(pids ([\d, ]+); metrics of each on ([^)]*)\)")
 
 
@@ -70,13 +71,14 @@ class Supervisor:
                 self.lines.append(line)
                 self._changed.notify_all()
 
-    def wait_for(self, pattern: re.Pattern[str], timeout: float = 60.0) -> re.Match[str]:
+    def wait_for(self, pattern: re.Pattern[str], count: int = 1, timeout: float = 60.0) -> re.Match[str]:
+        """The ``count``-th line matching ``pattern``, waiting for it at most ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
-                for line in self.lines:
-                    if found := pattern.search(line):
-                        return found
+                found = [m for line in self.lines if (m := pattern.search(line))]
+                if len(found) >= count:
+                    return found[count - 1]
                 left = deadline - time.monotonic()
                 if left <= 0 or self.proc.poll() is not None:
                     raise AssertionError(f"no {pattern.pattern!r} in the supervisor's stderr: {''.join(self.lines)}")
@@ -117,11 +119,13 @@ def supervisor(path: Path, port: int, workers: int = 2) -> Iterator[Supervisor]:
 
 @asynccontextmanager
 async def serving(path: Path, port: int) -> AsyncIterator[tuple[Supervisor, list[int], list[str]]]:
-    """The supervisor once every worker answers its own /readyz with 200: (it, worker pids, their URLs)."""
+    """The supervisor once both workers listen on the main port and answer their own /readyz with
+    200 (a worker's gateway is ready a moment before it listens): (it, worker pids, their URLs)."""
     with supervisor(path, port) as sup:
         found = await asyncio.to_thread(sup.wait_for, STARTED)
         pids = sorted(int(p) for p in found.group(2).split(", "))
         urls = found.group(3).split(", ")
+        await asyncio.to_thread(sup.wait_for, LISTENING, len(pids), 90.0)
         async with aiohttp.ClientSession() as http, asyncio.timeout(90):
             for url in urls:
                 await until_ok(http, url + "/readyz", sup.running)
