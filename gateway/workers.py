@@ -156,19 +156,19 @@ def serve_workers(args: argparse.Namespace, argv: list[str]) -> int:
     slots = [_Slot(socket.create_server(("127.0.0.1", 0)) if config.telemetry.metrics else None)
              for _ in range(args.workers)]
     merged: WorkerMetrics | None = None
-    if config.telemetry.metrics:
-        metrics_port = config.telemetry.metrics_port
-        try:
-            merged = WorkerMetrics(host if metrics_port is not None else "127.0.0.1", metrics_port or 0,
-                                   lambda: [(s.pid, s.metrics_url(), s.ready) for s in slots])
-        except OSError as exc:
-            print(f"{args.config}: telemetry.metrics_port: cannot serve /metrics on {host}:{metrics_port}: "
-                  f"{exc.strerror or exc}", file=sys.stderr)
-            return 2
-        merged.start()
-        if metrics_port is None:  # the main port's /metrics answers with the merge
-            command += ["--metrics-aggregate", f"http://127.0.0.1:{merged.port}/metrics"]
     try:
+        if config.telemetry.metrics:
+            metrics_port = config.telemetry.metrics_port
+            try:
+                merged = WorkerMetrics(host if metrics_port is not None else "127.0.0.1", metrics_port or 0,
+                                       lambda: [(s.pid, s.metrics_url(), s.ready) for s in slots])
+            except OSError as exc:
+                print(f"{args.config}: telemetry.metrics_port: cannot serve /metrics on {host}:{metrics_port}: "
+                      f"{exc.strerror or exc}", file=sys.stderr)
+                return 2
+            merged.start()
+            if metrics_port is None:  # the main port's /metrics answers with the merge
+                command += ["--metrics-aggregate", f"http://127.0.0.1:{merged.port}/metrics"]
         return _supervise(slots, command, port, config.gateway.shutdown_grace_s + STOP_EXTRA_S)
     finally:
         if merged is not None:
