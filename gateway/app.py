@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import socket
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -64,6 +65,7 @@ from gateway.stateless import StatelessSession
 from gateway.status import StatusQuery, StatusView, collect, respond
 from gateway.subscriptions import Subscriptions
 from gateway.tasks import TASK_METHODS, TASKS_EXTENSION, TaskHandles, TaskRouter
+from gateway.telemetry import known as known_series
 from gateway.telemetry import metrics, tracing
 from gateway.telemetry.http import start_metrics_server
 from gateway.telemetry.instrumentation import ConnectorInstrumentation
@@ -157,6 +159,9 @@ class Gateway:
         self.config_loaded_at = 0.0  # epoch seconds of the start or reload that installed self.config
         self._metrics_server: web.AppRunner | None = None
         self._metrics_port: int | None = None
+        # serve --workers N: the loopback socket the supervisor made for this worker's own metrics
+        # listener (the supervisor holds telemetry.metrics_port and merges the workers); set by cli.
+        self.metrics_socket: socket.socket | None = None
         self._rebuild_handle: asyncio.Handle | None = None
         self._background: set[asyncio.Task[Any]] = set()
 
@@ -266,6 +271,7 @@ class Gateway:
         changed = self.catalog.rebuild(strict=strict)
         self.endpoints.configure(self.config.endpoints)
         self.endpoints.rebuild(self.spawn)
+        known_series.prime(self.config, self.catalog)  # rare-event counters at 0 for what is known now
         return changed
 
     async def _install_filters(self, authenticator: Authenticator | None = None) -> None:
@@ -312,6 +318,13 @@ class Gateway:
         metrics.BUILD_INFO.info({"version": str(self.config.gateway.version)})
         metrics.CONFIG_LAST_RELOAD.set_to_current_time()
         telemetry = self.config.telemetry
+        if self.metrics_socket is not None:
+            # A worker: its listener is the supervisor's socket whatever the port says (the port
+            # is the supervisor's), started once and kept across reloads.
+            if self._metrics_server is None:
+                self._metrics_server = await start_metrics_server("", 0, self.health, self._status_on_metrics_port,
+                                                                  sock=self.metrics_socket)
+            return
         port = telemetry.metrics_port if telemetry.metrics else None
         if self._metrics_server is not None and port == self._metrics_port:
             return  # a reload that kept the port keeps the server (and its open scrapes)

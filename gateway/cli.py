@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 from typing import Any
 
@@ -103,6 +104,12 @@ async def _serve(args: argparse.Namespace) -> int:
     _configure_logging(config)
     _setup_tracing(config)
     gateway = Gateway(config)
+    if args.metrics_fd is not None:  # a worker of serve --workers N (gateway/workers.py)
+        gateway.metrics_socket = socket.socket(fileno=args.metrics_fd)
+    if args.metrics_aggregate:
+        from gateway.telemetry.http import use_aggregate
+
+        use_aggregate(args.metrics_aggregate)
     await gateway.start()
     app = build_app(gateway)
     _settle_heap()
@@ -112,8 +119,15 @@ async def _serve(args: argparse.Namespace) -> int:
     # Connection limits and header/keep-alive timeouts from gateway.http, read per connection.
     # Calls are waited for by gateway.drain (shutdown_grace_s): the server's own shutdown only lets a
     # response on its way out finish (CLOSE_WAIT_S), it must not wait on an unread body (10-20 s).
-    runner = await start_server(app, lambda: gateway.config.gateway.http, host, port, access_log=access_log,
-                                reuse_port=args.reuse_port)
+    try:
+        runner = await start_server(app, lambda: gateway.config.gateway.http, host, port, access_log=access_log,
+                                    reuse_port=args.reuse_port)
+    except OSError as exc:  # the port is taken or not ours: said once, as a config problem (exit 2)
+        await gateway.stop(grace_s=0)
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", "gateway.http.port") from None
+    if args.ready_fd is not None:  # tell the supervisor this worker serves (it restarts only those)
+        os.write(args.ready_fd, b"ready\n")
+        os.close(args.ready_fd)
     bound = runner.addresses[0][1] if runner.addresses else port
     gateway.oauth.serving_at(f"http://{host}:{bound}")  # authorization links, unless oauth.public_url is set
     log.info("serving MCP on http://%s:%s/mcp (Streamable HTTP) and /sse (legacy SSE)", host, bound)
@@ -337,6 +351,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=1, metavar="N",
                        help="N serving processes on one port (SO_REUSEPORT); N > 1 needs a shared state.store")
     serve.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # set for each worker
+    # Set for each worker by the supervisor (gateway/workers.py): its private metrics socket, the
+    # pipe it reports "serving" on, the supervisor's merged /metrics for the main port.
+    serve.add_argument("--metrics-fd", type=int, help=argparse.SUPPRESS)
+    serve.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
+    serve.add_argument("--metrics-aggregate", help=argparse.SUPPRESS)
     serve.add_argument("--reload-poll", type=float, metavar="SECONDS",
                        default=float(os.environ.get("MCP_GATEWAY_RELOAD_POLL_S", "2")),
                        help="check the config file for changes this often and hot-reload it (0: off)")

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +23,7 @@ from gateway.transports.http_app import build_app
 from gateway.transports.http_server import start_server
 
 __all__ = ["free_port", "running_gateway", "RunningGateway", "gateway_process", "GatewayProcess", "config_from",
-           "serving"]
+           "serving", "until_ok"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -91,6 +91,23 @@ async def running_gateway(config: str | GatewayConfig, base_dir: str | Path | No
         await runner.cleanup()
 
 
+async def until_ok(http: Any, url: str, check: Callable[[], Awaitable[None]]) -> bytes:
+    """GET ``url`` (an ``aiohttp.ClientSession``) until it answers 200, every 50 ms; returns that
+    body. ``check`` runs before each attempt and raises when waiting is pointless (the server
+    exited). Unbounded: the caller bounds it (``asyncio.timeout``)."""
+    import aiohttp
+
+    while True:
+        await check()
+        try:
+            async with http.get(url) as resp:
+                if resp.status == 200:
+                    return bytes(await resp.read())
+        except aiohttp.ClientConnectionError:
+            pass
+        await asyncio.sleep(0.05)
+
+
 @dataclass
 class GatewayProcess:
     proc: asyncio.subprocess.Process
@@ -120,17 +137,12 @@ async def gateway_process(config_text: str, env: dict[str, str] | None = None,
         url = f"http://127.0.0.1:{port}"
         try:
             async with asyncio.timeout(startup_timeout), aiohttp.ClientSession() as http:
-                while True:
+                async def exited() -> None:
                     if proc.returncode is not None:
                         err = await proc.stderr.read() if proc.stderr else b""
                         raise RuntimeError(f"gateway exited with {proc.returncode}: {err.decode()[-2000:]}")
-                    try:
-                        async with http.get(url + "/readyz") as resp:
-                            if resp.status == 200:
-                                break
-                    except aiohttp.ClientConnectionError:
-                        pass
-                    await asyncio.sleep(0.05)
+
+                await until_ok(http, url + "/readyz", exited)
             yield GatewayProcess(proc, url, path)
         finally:
             if proc.returncode is None:

@@ -8,6 +8,11 @@
 * :func:`start_metrics_server` serves ``/metrics``, a trivial ``/healthz`` and ``/readyz`` with
   the full detail (connectors, their errors, sessions: see :func:`readiness`) and, given its
   handler, the status page (:mod:`gateway.status`) on ``telemetry.metrics_port``; the gateway starts it and stops it after the last request.
+  A worker of ``serve --workers N`` serves it on a loopback socket the supervisor made instead
+  (``sock``): the supervisor owns the metrics port and merges the workers (:mod:`.supervisor`).
+* :func:`use_aggregate`: in a worker, ``/metrics`` on the main port answers with the supervisor's
+  merged exposition, fetched from its loopback URL, not this process's own numbers (a scrape
+  would see one worker at random). The worker's own listener keeps serving its own registry.
 
 The exposition is rendered in a worker thread: the process collector reads /proc, and a large
 registry takes milliseconds to render, neither of which should stall the event loop serving MCP.
@@ -17,10 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiohttp import web
+from aiohttp import ClientError, ClientSession, ClientTimeout, web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPENMETRICS_TYPE
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
@@ -28,7 +34,17 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from gateway.config import TelemetryConfig
 from gateway.telemetry import metrics
 
-__all__ = ["add_routes", "metrics_handler", "start_metrics_server", "render", "readiness"]
+__all__ = ["add_routes", "metrics_handler", "start_metrics_server", "render", "readiness", "use_aggregate"]
+
+# The supervisor's merged /metrics (serve --workers N without telemetry.metrics_port), or None.
+_aggregate_url: str | None = None
+AGGREGATE_TIMEOUT_S = 10.0  # the supervisor's own fetches are bounded at 5 s each, in parallel
+
+
+def use_aggregate(url: str | None) -> None:
+    """Answer ``/metrics`` on the main port from ``url`` (the supervisor's), or locally (None)."""
+    global _aggregate_url
+    _aggregate_url = url
 
 
 def render(openmetrics: bool = False) -> tuple[bytes, str]:
@@ -39,6 +55,26 @@ def render(openmetrics: bool = False) -> tuple[bytes, str]:
 
 
 async def metrics_handler(request: web.Request) -> web.Response:
+    """``/metrics`` of the main port: this process's registry, or the supervisor's merged one."""
+    if _aggregate_url is not None:
+        return await _from_supervisor(_aggregate_url)
+    return await _own_metrics(request)
+
+
+async def _from_supervisor(url: str) -> web.Response:
+    try:
+        async with ClientSession(timeout=ClientTimeout(total=AGGREGATE_TIMEOUT_S)) as client, \
+                client.get(url) as upstream:
+            body = await upstream.read()
+            response = web.Response(status=upstream.status, body=body)
+            response.headers["Content-Type"] = upstream.headers.get("Content-Type", "text/plain")
+            return response
+    except (ClientError, TimeoutError) as exc:
+        return web.Response(status=503, text=f"the workers' supervisor did not answer /metrics: "
+                                             f"{type(exc).__name__}: {exc}")
+
+
+async def _own_metrics(request: web.Request) -> web.Response:
     openmetrics = "application/openmetrics-text" in request.headers.get("Accept", "")
     body, content_type = await asyncio.to_thread(render, openmetrics)
     response = web.Response(body=body)
@@ -75,12 +111,13 @@ async def _healthz(request: web.Request) -> web.Response:
 
 
 async def start_metrics_server(host: str, port: int, health: Callable[[], dict[str, Any]] | None = None,
-                               status: Handler | None = None) -> web.AppRunner:
-    """Serve ``/metrics`` on ``port`` of ``host`` (the gateway's own host), ``/readyz`` with
-    the detail ``health()`` returns and ``/status`` served by ``status``; returns the runner, whose
-    ``cleanup()`` stops it. Port 0 picks a free port: see ``runner.addresses``."""
+                               status: Handler | None = None, sock: socket.socket | None = None) -> web.AppRunner:
+    """Serve ``/metrics`` (this process's registry) on ``port`` of ``host`` (the gateway's own
+    host), or on the listening socket ``sock`` when given, ``/readyz`` with the detail ``health()``
+    returns and ``/status`` served by ``status``; returns the runner, whose ``cleanup()`` stops it.
+    Port 0 picks a free port: see ``runner.addresses``."""
     app = web.Application()
-    app.router.add_get("/metrics", metrics_handler)
+    app.router.add_get("/metrics", _own_metrics)
     if status is not None:
         app.router.add_get("/status", status)
     app.router.add_get("/healthz", _healthz)
@@ -93,6 +130,6 @@ async def start_metrics_server(host: str, port: int, health: Callable[[], dict[s
         app.router.add_get("/readyz", readyz)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site: web.BaseSite = web.SockSite(runner, sock) if sock is not None else web.TCPSite(runner, host, port)
     await site.start()
     return runner

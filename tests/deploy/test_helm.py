@@ -8,12 +8,14 @@ Secret, monitoring, release name) render sound objects. The helm binary comes fr
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from gateway.cli import _parser
 from gateway.config import parse_config
 from tests.deploy.manifests import (
     CHART,
@@ -253,3 +255,36 @@ def test_state_store_mistakes_fail_the_render(helm_home, tmp_path):
     # Not a store URL (values.schema.json).
     assert "/state/store" in fails("--set", "state.store=mysql://db/1")
     assert "/router/enabled" in fails("--set", "router.enabled=maybe")
+
+
+# -- serve --workers N (issue 27, finding 1) -------------------------------------------------------
+def test_workers_value_renders_a_workers_deployment(helm_home):
+    """workers: 2 with a shared store: the container runs `serve --workers 2` (a command line the
+    gateway's own parser accepts), every object still passes the schemas and deploy checks, and
+    /metrics stays on metricsPort, where the supervisor serves the workers' sum; with the memory
+    store the render fails and says why."""
+    docs = helm_template(helm_home, "--set", "workers=2", "--set", "state.store=redis://redis:6379/1")
+    for doc in docs:
+        validate(doc)
+    assert all_checks(docs, EXTERNAL) == []
+    container = by_kind(docs, "Deployment", "mcp-gateway")["spec"]["template"]["spec"]["containers"][0]
+    args = _parser().parse_args(container["args"])
+    assert (args.command, args.workers, args.port) == ("serve", 2, 8080)
+    assert served_config(docs).state.shared
+    metrics_port = yaml.safe_load((CHART / "values.yaml").read_text())["metricsPort"]
+    assert served_config(docs).telemetry.metrics_port == metrics_port
+    assert {"name": "metrics", "containerPort": metrics_port, "protocol": "TCP"} in container["ports"]
+    # The default is one process: no --workers at all (what the kustomize base runs).
+    assert "--workers" not in by_kind(helm_template(helm_home), "Deployment", "mcp-gateway")[
+        "spec"]["template"]["spec"]["containers"][0]["args"]
+    proc = helm_run(["template", "mcp-gateway", str(CHART), "-n", NAMESPACE, "--set", "workers=2"], helm_home)
+    assert proc.returncode != 0 and "workers: 2 needs a shared state store" in proc.stderr
+    proc = helm_run(["template", "mcp-gateway", str(CHART), "-n", NAMESPACE, "--set", "workers=0"], helm_home)
+    assert proc.returncode != 0 and "/workers" in proc.stderr
+
+
+def test_readme_metrics_port_is_the_charts():
+    """The README's example config uses the port the chart requires of telemetry.metrics_port."""
+    readme = (CHART.parents[2] / "README.md").read_text()
+    ports = {int(p) for p in re.findall(r"^\s*metrics_port:\s*(\d+)", readme, re.MULTILINE)}
+    assert ports == {yaml.safe_load((CHART / "values.yaml").read_text())["metricsPort"]}, ports

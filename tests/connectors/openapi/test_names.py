@@ -7,7 +7,6 @@ says; operationIds that map to one name stay distinct; ``names: upstream`` keeps
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 from pathlib import Path
