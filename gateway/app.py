@@ -158,6 +158,9 @@ class Gateway:
         self.started_at = 0.0
         self.config_loaded_at = 0.0  # epoch seconds of the start or reload that installed self.config
         self._metrics_server: web.AppRunner | None = None
+        # `mcp-gateway stdio` with the deployment's config: its metrics port is usually the HTTP
+        # gateway's, already taken; the stdio client matters more than a second /metrics.
+        self.metrics_port_optional = False
         self._metrics_port: int | None = None
         # serve --workers N: the loopback socket the supervisor made for this worker's own metrics
         # listener (the supervisor holds telemetry.metrics_port and merges the workers); set by cli.
@@ -336,8 +339,12 @@ class Gateway:
                 self._metrics_server = await start_metrics_server(self.config.gateway.http.host, port, self.health,
                                                                   self._status_on_metrics_port)
             except OSError as exc:  # the port is taken: a config problem, said as one
-                raise ConfigError(f"cannot serve /metrics on port {port}: {exc.strerror or exc}",
-                                  "telemetry.metrics_port") from None
+                if not self.metrics_port_optional:
+                    raise ConfigError(f"cannot serve /metrics on port {port}: {exc.strerror or exc}",
+                                      "telemetry.metrics_port") from None
+                log.warning("telemetry.metrics_port %s: %s; this stdio gateway serves no /metrics", port,
+                            exc.strerror or exc)
+                port = None
         self._metrics_port = port
 
     async def reload(self, new: GatewayConfig) -> dict[str, list[str]]:

@@ -174,6 +174,7 @@ async def _stdio(args: argparse.Namespace) -> int:
         config = config.model_copy(update={"audit": config.audit.model_copy(update={"jsonl": "stderr"})})
     _setup_tracing(config)
     gateway = Gateway(config)
+    gateway.metrics_port_optional = True  # the HTTP gateway of the same config may hold the port
     principal = Principal(config.auth.stdio_principal, kind="stdio")
     endpoint = _endpoint_config(config, args.endpoint, args.config)
     if endpoint is not None and not endpoint.admits(principal.name, principal.groups):

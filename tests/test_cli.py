@@ -8,6 +8,7 @@ import asyncio
 import json
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -193,6 +194,31 @@ def test_stdio_keeps_stdout_for_the_protocol_even_with_audit_on_stdout(tmp_path:
     assert [r.get("id") for r in replies] == [1, 2] and all(r["jsonrpc"] == "2.0" for r in replies)
     audit_lines = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith('{"event_id"')]
     assert [e["method"] for e in audit_lines] == ["initialize", "prompts/get"]
+
+
+def test_stdio_serves_when_the_configs_metrics_port_is_taken(tmp_path: Path) -> None:
+    """The ops trial (issue 27): ``stdio --config gateway.yaml`` beside ``serve`` of the same file,
+    whose metrics port the server holds. The stdio gateway serves, without a /metrics of its own."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        config = tmp_path / "gateway.yaml"
+        config.write_text(f"audit: {{enabled: false}}\ntelemetry: {{metrics_port: {port}}}\n"
+                          "connectors:\n  - {name: team, type: static, prompts: [{name: hi, messages: [{text: hello}]}]}\n")
+        requests = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "team_hi"}},
+        ]
+        proc = subprocess.run([sys.executable, "-m", "gateway.cli", "stdio", "--config", str(config)],
+                              input="".join(json.dumps(r) + "\n" for r in requests), capture_output=True,
+                              text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    replies = {r["id"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert replies[2]["result"]["messages"][0]["content"]["text"] == "hello"
+    assert f"telemetry.metrics_port {port}:" in proc.stderr and "serves no /metrics" in proc.stderr
 
 
 def test_stdio_serves_both_eras_on_one_pipe(tmp_path: Path) -> None:
