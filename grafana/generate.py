@@ -182,9 +182,11 @@ def overview() -> dict[str, Any]:
         f"sum by (outcome) (rate(mcp_gateway_requests_total{{{SEL}}}[{RI}]))", "{{outcome}}")], "reqps", True))
     lay.add(timeseries("Tool calls by tool", [(
         f"sum by (target) (rate(mcp_gateway_requests_total{{{TOOL_SEL}}}[{RI}]))", "{{target}}")], "reqps", True))
+    # "or 0 * served": a connector serving calls without errors is at 0, not "No data".
+    served_by = f"sum by (connector) (rate(mcp_gateway_requests_total{{{SEL}, {SERVED}}}[{RI}]))"
     lay.add(timeseries("Error ratio by connector", [(
-        f"sum by (connector) (rate(mcp_gateway_requests_total{{{SEL}, {FAILED}}}[{RI}]))"
-        f" / sum by (connector) (rate(mcp_gateway_requests_total{{{SEL}, {SERVED}}}[{RI}]))", "{{connector}}")],
+        f"(sum by (connector) (rate(mcp_gateway_requests_total{{{SEL}, {FAILED}}}[{RI}])) or 0 * {served_by})"
+        f" / {served_by}", "{{connector}}")],
         "percentunit", description="Errors and timeouts over served calls (refusals left out)."))
     lay.row("Latency")
     lay.add(timeseries("Tool call latency by tool (p50 / p95 / p99)", quantiles(
