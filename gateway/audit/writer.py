@@ -37,39 +37,45 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import functools
-import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
 from gateway.config import AuditConfig
 from gateway.telemetry import metrics
 
-from .events import Redactor, finalize, from_jsonable, to_jsonable
+from . import spill
+from .escape import escape_event
+from .events import Redactor, finalize
 from .store import AuditStore
 
-__all__ = ["AuditWriter"]
+__all__ = ["AuditWriter", "NotRecorded"]
 
 log = logging.getLogger("gateway.audit")
 
 _STOP: Any = object()  # sentinel put on the queue to wake the writer at stop
+# SQLSTATE classes that refuse what a row holds, not the connection: data exception, integrity
+# constraint, program limit exceeded (an index entry too large).
+_CONTENT_CLASSES = ("22", "23", "54")
+
+
+class NotRecorded(Exception):
+    """Strict durability: the event was neither committed nor spilled (its call must not be
+    answered with a result)."""
 _RETENTION_EVERY_S = 3600.0
-
-
-def _dumps(event: dict[str, Any]) -> str:
-    return json.dumps(to_jsonable(event), separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 class AuditWriter:
     def __init__(self, config: AuditConfig, base_dir: str | Path = ".",
-                 secret_digests: Iterable[bytes] = (), retry_s: float = 1.0) -> None:
+                 secret_digests: Iterable[bytes] = (), retry_s: float = 1.0,
+                 digest_key: str | bytes | None = None) -> None:
+        """``digest_key``: the key of each event's ``arguments_digest`` (none: no digest)."""
         self.config = config
+        self._digest_key = digest_key.encode() if isinstance(digest_key, str) else digest_key
         base = self.base_dir = Path(base_dir)
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(config.queue_size)
         self._batch_size = config.batch_size
@@ -80,6 +86,8 @@ class AuditWriter:
         spill = Path(config.spill_path)
         self.spill_path = spill if spill.is_absolute() else (base / spill).resolve()
         self.replay_path = self.spill_path.with_name(self.spill_path.name + ".replaying")
+        # Lines and events no store took even escaped: kept for a person, never retried.
+        self.rejected_path = self.spill_path.with_name(self.spill_path.name + ".rejected")
         self.retry_s = retry_s
         self.store_up = False
         self._next_retry = 0.0
@@ -97,6 +105,8 @@ class AuditWriter:
         self.overflowed = 0
         self.store_errors = 0
         self.trims = 0  # replays after which freed heap pages were handed back to the OS
+        self.escaped = 0  # events a store refused until they were written in the strong escaped form
+        self.rejected = 0  # events no store took even so (in rejected_path)
 
     # -- request path -----------------------------------------------------------------------
 
@@ -105,8 +115,9 @@ class AuditWriter:
         (None when it already is); in batch mode, None."""
         self.submitted += 1
         if self.strict and self._task is None:
-            # No writer task to wait for (not started, or stopped): durable right here.
-            self._spill([finalize(event, self.redactor)])
+            # No writer task to wait for (not started, or stopped): durable right here, or the
+            # OSError tells the filter it is not.
+            self._spill([self._finalize(event)])
             return None
         try:
             self.queue.put_nowait(event)
@@ -114,11 +125,14 @@ class AuditWriter:
                 self._full.set()
         except asyncio.QueueFull:
             self.overflowed += 1
-            self._spill([finalize(event, self.redactor)])
+            self._spill([self._finalize(event)])  # an OSError: strict tells the caller
             return None
         if not self.strict:
             return None
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # A cancelled call never awaits its waiter: mark a NotRecorded set on it as seen, so
+        # asyncio does not log "exception was never retrieved".
+        waiter.add_done_callback(_retrieve)
         self._waiters[event["event_id"]] = waiter
         return waiter
 
@@ -158,7 +172,7 @@ class AuditWriter:
             except asyncio.CancelledError:
                 # Cancelled while draining: write whatever is left straight to the spill file.
                 left = self._drain_nowait()[0]
-                self._spill([finalize(e, self.redactor) for e in left])
+                self._spill([self._finalize(e) for e in left])
                 self._release(left)
                 for _ in left:
                     self.queue.task_done()
@@ -219,8 +233,9 @@ class AuditWriter:
                     # skips these rows by event_id, so this never duplicates.
                     self._spill(batch)
                     raise
-                except Exception:  # neither store nor spill file took it (disk full): keep going
+                except Exception as exc:  # neither store nor spill file took it (disk full): keep going
                     log.exception("could not write %d audit events to the store or the spill file", len(batch))
+                    self._release(batch, exc)
                 finally:
                     self._release(batch)
                     for _ in batch:
@@ -229,14 +244,21 @@ class AuditWriter:
                 return
             await self._maintain()
 
-    def _release(self, batch: list[dict[str, Any]]) -> None:
-        """Strict mode: the batch is durable (or lost, and logged): its responses may go."""
+    def _release(self, batch: list[dict[str, Any]], lost: BaseException | None = None) -> None:
+        """Strict mode: the batch is durable, its responses may go; or ``lost`` (neither stored
+        nor spilled, and logged): its calls are answered with an error (:class:`NotRecorded`)."""
         if not self._waiters:
             return
         for event in batch:
             waiter = self._waiters.pop(event["event_id"], None)
             if waiter is not None and not waiter.done():
-                waiter.set_result(None)
+                if lost is None:
+                    waiter.set_result(None)
+                else:
+                    waiter.set_exception(NotRecorded(f"audit event not recorded: {_reason(lost)}"))
+        if not self._waiters:
+            # A dict keeps the table it grew to (thousands of slots after a burst); start afresh.
+            self._waiters = {}
 
     async def _linger(self) -> None:
         """Give the batch up to ``flush_interval_s`` to fill; back sooner when it is full or the
@@ -258,11 +280,14 @@ class AuditWriter:
         elif self.store_up and now >= self._next_retention:
             await self._retention()
 
+    def _finalize(self, event: dict[str, Any]) -> dict[str, Any]:
+        return finalize(event, self.redactor, self._digest_key)
+
     async def _write(self, batch: list[dict[str, Any]]) -> None:
-        events = [finalize(e, self.redactor) for e in batch]
+        events = [self._finalize(e) for e in batch]
         if self._mirror is not None:
             try:
-                self._mirror.write("".join(_dumps(e) + "\n" for e in events))
+                self._mirror.write(b"".join(spill.line(e) for e in events).decode("utf-8"))
                 self._mirror.flush()
             except OSError:
                 log.warning("audit JSON-lines mirror failed", exc_info=True)
@@ -275,7 +300,7 @@ class AuditWriter:
             await self._replay()
         if self.store_up:
             try:
-                await self.store.write(events)
+                await self._insert(events)
                 self.written += len(events)
                 metrics.AUDIT_EVENTS_WRITTEN.labels("store").inc(len(events))
                 return
@@ -290,14 +315,44 @@ class AuditWriter:
         self.store_up = False
         self._next_retry = time.monotonic() + self.retry_s
 
+    async def _insert(self, events: list[dict[str, Any]]) -> None:
+        """Insert events into the store. A batch refused for what it holds (not for the store
+        being away) is split in halves until the culprit is alone; the culprit is written in the
+        strong escaped form, or, refused even so, moved to the rejected file (logged). So one bad
+        event never takes its batch with it, and a replay never stops on one. Raises when the
+        store is unavailable (the caller spills; inserts are idempotent, so what a half already
+        stored is skipped by the replay)."""
+        assert self.store is not None
+        try:
+            await self.store.write(events)
+            return
+        except Exception as exc:
+            if not _refused_content(exc):
+                raise
+            if len(events) > 1:
+                mid = len(events) // 2
+                await self._insert(events[:mid])
+                await self._insert(events[mid:])
+                return
+            first = exc
+        event = escape_event(dict(events[0]), strong=True)
+        try:
+            await self.store.write([event])
+            self.escaped += 1
+            log.warning("audit event %s written escaped: the store refused it (%s)", event.get("event_id"),
+                        _reason(first))
+        except Exception as exc:
+            if not _refused_content(exc):
+                raise
+            spill.append(self.rejected_path, spill.line(event))
+            self.rejected += 1
+            log.error("audit event %s refused by the store even escaped, kept in %s: %s",
+                      event.get("event_id"), self.rejected_path, _reason(exc))
+
     def _spill(self, events: list[dict[str, Any]]) -> None:
         if not events:
             return
-        self.spill_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.spill_path, "a", encoding="utf-8") as fh:
-            fh.write("".join(_dumps(e) + "\n" for e in events))
-            fh.flush()
-            os.fsync(fh.fileno())
+        spill.append(self.spill_path, b"".join(spill.line(e) for e in events))
         self.spilled += len(events)
         metrics.AUDIT_EVENTS_SPILLED.inc(len(events))
 
@@ -314,8 +369,8 @@ class AuditWriter:
                 # Streamed one batch at a time: a 20,000-event outage held as one list left the
                 # process ~5 MB bigger for good (freed small objects do not go back to the OS).
                 count = 0
-                for batch in _read_spill(self.replay_path, self.config.batch_size):
-                    await self.store.write(batch)
+                for batch in spill.read_batches(self.replay_path, self.config.batch_size, self.rejected_path):
+                    await self._insert(batch)
                     count += len(batch)
                 self.replay_path.unlink()
                 self.replayed += count
@@ -324,7 +379,7 @@ class AuditWriter:
                 if count:
                     log.info("audit store back: replayed %d spilled events", count)
             if total:
-                self.trims += _return_freed_memory()
+                self.trims += spill.return_freed_memory()
             if not self.store_up:
                 await self.store.open()  # probes the store (and migrates a recreated one)
             self.store_up = True
@@ -356,56 +411,33 @@ def _reason(exc: BaseException) -> str:
     return f"{type(cause).__name__}: {text}"[:300]
 
 
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
-    try:
-        return getattr(ctypes.CDLL(None), "malloc_trim", None)
-    except OSError:
-        return None
-
-
-def _return_freed_memory() -> bool:
-    """Hand the heap pages freed since the last trim back to the OS (``malloc_trim(0)``); False
-    where that call does not exist.
-
-    A replay decodes and binds ``batch_size`` events at a time, more at once than steady traffic
-    usually holds, and glibc keeps the pages it freed mapped: after a 20,000-event outage a 65 MiB
-    writer process stayed +5.1% bigger without this, +4.4% with it (``bench/audit_replay.py``; the
-    rest is pymalloc arenas left part-used, paid once: a second outage adds 0.1%). Called once
-    per replay; it took 4 ms in a 180 MiB process with a fragmented heap.
-    """
-    trim = _malloc_trim()
-    if trim is None:
+def _refused_content(exc: BaseException) -> bool:
+    """Whether the store refused what the rows hold (split the batch, escape the culprit) rather
+    than being unavailable (spill and retry): an encoding error, a driver error whose SQLSTATE is
+    of :data:`_CONTENT_CLASSES` (PostgreSQL), or SQLite's DataError/IntegrityError. Anything in
+    the chain that speaks of the connection (an OSError, a timeout, SQLAlchemy's
+    ``connection_invalidated``) makes it unavailability: an outage must never reject events."""
+    chain: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and len(chain) < 8:
+        chain.append(cur)
+        orig = getattr(cur, "orig", None)
+        cur = orig if isinstance(orig, BaseException) and orig is not cur else cur.__cause__
+    if any(isinstance(e, OSError | TimeoutError) or getattr(e, "connection_invalidated", False) for e in chain):
         return False
-    trim(0)
-    return True
+    for e in chain:
+        state = getattr(e, "sqlstate", None)
+        if isinstance(e, UnicodeError | ValueError | TypeError) or \
+                isinstance(state, str) and state[:2] in _CONTENT_CLASSES or \
+                type(e).__module__ == "sqlite3" and type(e).__name__ in ("DataError", "IntegrityError"):
+            return True
+    return False
+
+
+def _retrieve(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _open_append(path: Path) -> IO[str]:
     return open(path, "a", encoding="utf-8")  # noqa: SIM115 - the writer owns and closes it
-
-
-def _read_spill(path: Path, batch_size: int) -> Iterator[list[dict[str, Any]]]:
-    """Yield the spilled events of ``path`` in batches of at most ``batch_size``.
-
-    Memory stays bounded by one batch whatever the file's size; the caller deletes the file only
-    after the last batch is stored, so an interrupted replay starts over (inserts are idempotent).
-    """
-    events: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                events.append(from_jsonable(json.loads(line)))
-            except ValueError:
-                # A torn last line (killed mid-write) cannot be recovered; say so, keep the rest.
-                log.error("skipping unreadable spilled audit line: %.200s", line)
-                continue
-            if len(events) >= batch_size:
-                yield events
-                events = []
-    if events:
-        yield events
