@@ -43,6 +43,7 @@ UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _ESCAPE = re.compile("[\\\\\x00\ud800-\udfff]")
 _ESCAPE_STRONG = re.compile("[^\x20-\x5b\x5d-\x7e]")  # all but printable ASCII (and the backslash)
 _UNESCAPE = re.compile(r"\\(?:\\|u([0-9a-f]{4})|U([0-9a-f]{8}))")
+_TOKEN = re.compile(r"\\\\|\\u[0-9a-f]{4}|\\U[0-9a-f]{8}|.", re.S)  # one character of an escaped string
 _MAX_DEPTH = 64
 
 
@@ -119,10 +120,23 @@ def unescape_event(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fit(event: dict[str, Any], limits: Mapping[str, int]) -> None:
+    escaped = bool(event.get(ESCAPED_FIELD))
     for name, limit in limits.items():
         value = event.get(name)
         if isinstance(value, str) and len(value) > limit:
-            event[name] = value[:limit - 1] + "…"
+            event[name] = _cut(value, limit - 1, escaped) + "…"
+
+
+def _cut(value: str, size: int, escaped: bool) -> str:
+    """The first ``size`` characters of ``value``; of an escaped one, whole escapes only."""
+    if not escaped:
+        return value[:size]
+    out = 0
+    for m in _TOKEN.finditer(value, 0, size + 10):
+        if m.end() > size:
+            break
+        out = m.end()
+    return value[:out]
 
 
 def sanitize(event: dict[str, Any], limits: Mapping[str, int]) -> dict[str, Any]:

@@ -238,6 +238,8 @@ def capture(ctx: CallContext, outcome: str, error_code: int | None, error_messag
         # The telemetry filter records the trace it opened (a new one when the client sent none).
         "trace_id": record.trace_id or trace_id_of(ctx.traceparent),
         "endpoint": ctx.endpoint or None,  # the endpoint (virtual server) the request came to
+        "escaped": None,  # set by finalize: true when its strings had to be escaped
+        "arguments_digest": None,  # set by finalize when a digest key is configured
         # Not a field: what finalize must scrub from the event, then removes (never stored).
         _CALLER: ctx.caller_authorization,
     }

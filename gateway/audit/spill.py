@@ -16,6 +16,7 @@ import functools
 import json
 import logging
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,17 +27,25 @@ from .events import from_jsonable, to_jsonable
 __all__ = ["line", "append", "read_batches", "return_freed_memory"]
 
 log = logging.getLogger("gateway.audit")
+_LINE_ENDS = re.compile("[\u0085\u2028\u2029]")
 
 
 def line(event: dict[str, Any]) -> bytes:
-    """The event as one JSON line, UTF-8 (escaped first when it holds what UTF-8 cannot encode)."""
-    text = json.dumps(to_jsonable(event), separators=(",", ":"), ensure_ascii=False, default=str)
+    """The event as one JSON line, UTF-8 (escaped first when it holds what UTF-8 cannot encode).
+
+    Characters other readers take for a line end (U+0085, U+2028, U+2029: ``str.splitlines``,
+    JavaScript) are written as JSON escapes too, so a line is one event for every reader."""
     try:
-        return text.encode("utf-8") + b"\n"
+        data = _dumps(event).encode("utf-8")
     except UnicodeEncodeError:
-        text = json.dumps(to_jsonable(escape_event(event)), separators=(",", ":"), ensure_ascii=False,
-                          default=str)
-        return text.encode("utf-8", "backslashreplace") + b"\n"
+        data = _dumps(escape_event(event)).encode("utf-8", "backslashreplace")
+    return data + b"\n"
+
+
+def _dumps(event: dict[str, Any]) -> str:
+    text = json.dumps(to_jsonable(event), separators=(",", ":"), ensure_ascii=False, default=str)
+    # Inside JSON strings only (the structure is ASCII), so the escape reads back the same.
+    return _LINE_ENDS.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _LINE_ENDS.search(text) else text
 
 
 def append(path: Path, data: bytes) -> None:

@@ -85,6 +85,8 @@ COLUMN_LIMITS: dict[str, int] = {
     c.name: c.type.length for c in events_table.columns
     if isinstance(c.type, String) and c.type.length and c.name != "event_id"} | {"target": TARGET_LIMIT}
 
+_COLUMNS = tuple(c.name for c in events_table.columns if c.name != "id")
+
 meta_table = Table(
     "gw_audit_meta", metadata,
     Column("key", String(100), primary_key=True),
@@ -139,9 +141,12 @@ class AuditStore:
             return
         if not self._schema_ready:
             await self.open()
+        # Every row names every column: executemany compiles the INSERT for the first row's keys
+        # and would silently drop a column only later rows set.
+        rows = [{name: event.get(name) for name in _COLUMNS} for event in events]
         async with self.engine.begin() as conn:
             # executemany: SQLAlchemy batches it into multi-row INSERTs ("insertmanyvalues").
-            await conn.execute(_upsert(self.dialect, events_table), list(events))
+            await conn.execute(_upsert(self.dialect, events_table), rows)
 
     async def query(self, *, since: datetime | None = None, until: datetime | None = None,
                     principal: str | None = None, target: str | None = None,
