@@ -41,7 +41,7 @@ TARGET_LIMIT = 1000  # characters of the indexed target column (a btree entry ho
 # NUL and UTF-16 surrogates: no UTF-8 encoder, PostgreSQL text or jsonb takes them.
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _ESCAPE = re.compile("[\\\\\x00\ud800-\udfff]")
-_ESCAPE_STRONG = re.compile("[^\x20-\x5b\x5d-\x7e]")  # all but printable ASCII (and the backslash)
+_ESCAPE_STRONG = re.compile(r"[^\x20-\x5b\x5d-\x7e]")  # all but printable ASCII (and the backslash)
 _UNESCAPE = re.compile(r"\\(?:\\|u([0-9a-f]{4})|U([0-9a-f]{8}))")
 _TOKEN = re.compile(r"\\\\|\\u[0-9a-f]{4}|\\U[0-9a-f]{8}|.", re.S)  # one character of an escaped string
 _MAX_DEPTH = 64
