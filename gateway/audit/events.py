@@ -1,5 +1,8 @@
 """The audit event: its fields, how a finished request becomes one, and redaction.
 
+:func:`finalize` also sets the keyed ``arguments_digest`` (of the arguments before redaction) and
+makes the event storable (``escaped``): :mod:`gateway.audit.escape`.
+
 An event is a flat wire dict (one row of the store, one JSON line of the mirror). The request path
 only *captures* (:func:`capture`: a few attribute reads and a shallow copy of the arguments);
 redaction and serialisation happen later in the writer task (:func:`finalize`), off the request
@@ -16,7 +19,12 @@ Redaction replaces values with ``"[REDACTED]"``:
   to a configured API key (compared by SHA-256 digest);
 * inside free text (every string of the arguments, the error message, the target): the value of
   ``name: value`` / ``name=value`` pairs whose name is a secret name (``X-API-Key: abc``,
-  ``?api_key=abc``, ``"password": "x"``), the credential after ``Bearer``/``Basic``, and JWTs;
+  ``?api_key=abc``, ``"password": "x"``), the credential after ``Bearer``/``Basic``, and JWTs.
+  A value is one token or one quoted string and nothing past it: a quoted value begins with no
+  blank and its closing quote ends a token; a name inside a quoted string (``"password=..."``)
+  has its value inside that string; a bare token stops at a quote, ``*/`` or ``--``. So text that
+  only mentions a secret's name (``AS "password="``, ``/* password: */``) keeps every word, and
+  SQL in a row keeps its structure (issue 26);
 * everywhere in the event, the caller's own credential: the token of its ``Authorization`` header
   (for ``Basic``, also the decoded ``user:password`` and the password), wherever it is quoted. A
   credential under 8 characters is not searched for in text (it would match ordinary words).

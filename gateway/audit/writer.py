@@ -15,6 +15,13 @@ Contract:
   later batches follow it there; every ``retry_s`` the writer tries to replay the spill file into
   the store. Replay renames the file first, so new spills never interleave with it, and inserts are
   idempotent by ``event_id``, so a replay interrupted half-way is simply done again.
+* Hostile input (issue 26): events are made storable where they are finalised (escaped when a
+  string cannot be stored, :mod:`gateway.audit.escape`). Behind that, a batch the store refuses
+  for what it holds (not for being away) is split in halves until the culprit is alone
+  (:meth:`AuditWriter._insert`); the culprit is written in the strong escaped form, or kept in
+  ``<spill_path>.rejected`` with an error logged, so one event never takes its batch with it and
+  a replay never stalls on one. The mirror, the spill file and the rejected file share one
+  encoding (:mod:`gateway.audit.spill`); a spill line that is not JSON goes to the rejected file.
 * :meth:`stop` drains the queue completely (to the store, or to the spill file when the store is
   down) before returning: the gateway calls it on SIGTERM after in-flight requests finished.
 * Retention: events older than ``retention_days`` are deleted at start and every hour.
@@ -29,14 +36,16 @@ Durability (``audit.durability``):
   file and fsync'd. The writer does not linger for company: whatever queued while the previous
   commit ran goes in the next one (group commit), so concurrent requests share a commit and
   sequential ones pay about one commit each (see ``bench/policy.py``). When neither the store nor
-  the spill file can take an event (a full disk) the response is still sent, and the failure is
-  logged at error level: auditing never turns a served request into a failure.
+  the spill file can take an event (a full disk) its future fails with :class:`NotRecorded` and
+  the call is answered with an error, never its result. In ``batch`` mode the response is still
+  sent and the failure logged at error level.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import sys
@@ -67,6 +76,9 @@ class NotRecorded(Exception):
     """Strict durability: the event was neither committed nor spilled (its call must not be
     answered with a result)."""
 _RETENTION_EVERY_S = 3600.0
+# Events per INSERT when replaying the spill file: each batch is decoded, copied into rows and
+# bound at once, and that peak stays in the heap after the replay.
+_REPLAY_BATCH = 100
 
 
 class AuditWriter:
@@ -311,7 +323,8 @@ class AuditWriter:
     def _store_failed(self, exc: BaseException) -> None:
         self.store_errors += 1
         if self.store_up or self.store_errors == 1:
-            log.error("audit store unavailable, spilling events to %s: %s", self.spill_path, _reason(exc))
+            # A warning: nothing is lost (the spill file keeps every event; losing one is an error).
+            log.warning("audit store unavailable, spilling events to %s: %s", self.spill_path, _reason(exc))
         self.store_up = False
         self._next_retry = time.monotonic() + self.retry_s
 
@@ -357,10 +370,19 @@ class AuditWriter:
         metrics.AUDIT_EVENTS_SPILLED.inc(len(events))
 
     async def _replay(self) -> None:
-        """Move spilled events into the store; sets ``store_up`` on success."""
+        """Move spilled events into the store; sets ``store_up`` on success.
+
+        A store still away is found by one connection attempt (:meth:`AuditStore.open`) before
+        any of the file is read: an outage costs a refused connect per ``retry_s``, not a batch
+        decoded and bound each time. Memory is bounded by one replay batch
+        (:data:`_REPLAY_BATCH` events at most) plus the queue, which :meth:`_spill_queued` keeps
+        under ``batch_size`` while the replay runs."""
         assert self.store is not None
         try:
+            if not self.store_up:
+                await self.store.open()  # probes the store (and migrates a recreated one)
             total = 0
+            size = min(self.config.batch_size, _REPLAY_BATCH)
             while True:
                 if not self.replay_path.exists():
                     if not self.spill_path.exists() or self.spill_path.stat().st_size == 0:
@@ -369,9 +391,10 @@ class AuditWriter:
                 # Streamed one batch at a time: a 20,000-event outage held as one list left the
                 # process ~5 MB bigger for good (freed small objects do not go back to the OS).
                 count = 0
-                for batch in spill.read_batches(self.replay_path, self.config.batch_size, self.rejected_path):
+                for batch in spill.read_batches(self.replay_path, size, self.rejected_path):
                     await self._insert(batch)
                     count += len(batch)
+                    self._spill_queued()
                 self.replay_path.unlink()
                 self.replayed += count
                 total += count
@@ -379,12 +402,30 @@ class AuditWriter:
                 if count:
                     log.info("audit store back: replayed %d spilled events", count)
             if total:
+                gc.collect()  # the outage's exceptions hold frames (and batches) in cycles
                 self.trims += spill.return_freed_memory()
-            if not self.store_up:
-                await self.store.open()  # probes the store (and migrates a recreated one)
             self.store_up = True
         except Exception as exc:
             self._store_failed(exc)
+
+    def _spill_queued(self) -> None:
+        """During a replay: events queued meanwhile go to the spill file (the replay takes them
+        next, in the same pass) once a batch of them waits, so the queue does not pile up while a
+        long spill file is replayed (what piles up raises the heap's high-water mark for good)."""
+        if self.queue.qsize() < self._batch_size:
+            return
+        events, saw_stop = self._drain_nowait()
+        if saw_stop:
+            self.queue.put_nowait(_STOP)  # the writer still has to see it (there is room: just drained)
+        try:
+            self._spill([self._finalize(e) for e in events])
+        except Exception as exc:
+            log.exception("could not write %d audit events to the spill file", len(events))
+            self._release(events, exc)
+        finally:
+            self._release(events)
+            for _ in events:
+                self.queue.task_done()
 
     async def _retention(self) -> None:
         assert self.store is not None
