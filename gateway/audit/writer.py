@@ -18,7 +18,7 @@ Contract:
 * Hostile input (issue 26): events are made storable where they are finalised (escaped when a
   string cannot be stored, :mod:`gateway.audit.escape`). Behind that, a batch the store refuses
   for what it holds (not for being away) is split in halves until the culprit is alone
-  (:meth:`AuditWriter._insert`); the culprit is written in the strong escaped form, or kept in
+  (:mod:`gateway.audit.isolate`); the culprit is written in the strong escaped form, or kept in
   ``<spill_path>.rejected`` with an error logged, so one event never takes its batch with it and
   a replay never stalls on one. The mirror, the spill file and the rejected file share one
   encoding (:mod:`gateway.audit.spill`); a spill line that is not JSON goes to the rejected file.
@@ -58,8 +58,8 @@ from gateway.config import AuditConfig
 from gateway.telemetry import metrics
 
 from . import spill
-from .escape import escape_event
 from .events import Redactor, finalize
+from .isolate import insert_isolating, reason
 from .store import AuditStore
 
 __all__ = ["AuditWriter", "NotRecorded"]
@@ -67,11 +67,6 @@ __all__ = ["AuditWriter", "NotRecorded"]
 log = logging.getLogger("gateway.audit")
 
 _STOP: Any = object()  # sentinel put on the queue to wake the writer at stop
-# SQLSTATE classes that refuse what a row holds, not the connection: data exception, integrity
-# constraint, program limit exceeded (an index entry too large).
-_CONTENT_CLASSES = ("22", "23", "54")
-
-
 class NotRecorded(Exception):
     """Strict durability: the event was neither committed nor spilled (its call must not be
     answered with a result)."""
@@ -267,7 +262,7 @@ class AuditWriter:
                 if lost is None:
                     waiter.set_result(None)
                 else:
-                    waiter.set_exception(NotRecorded(f"audit event not recorded: {_reason(lost)}"))
+                    waiter.set_exception(NotRecorded(f"audit event not recorded: {reason(lost)}"))
         if not self._waiters:
             # A dict keeps the table it grew to (thousands of slots after a burst); start afresh.
             self._waiters = {}
@@ -295,8 +290,7 @@ class AuditWriter:
     def _finalize(self, event: dict[str, Any]) -> dict[str, Any]:
         return finalize(event, self.redactor, self._digest_key)
 
-    async def _write(self, batch: list[dict[str, Any]]) -> None:
-        events = [self._finalize(e) for e in batch]
+    def _mirror_lines(self, events: list[dict[str, Any]]) -> None:
         if self._mirror is not None:
             try:
                 self._mirror.write(b"".join(spill.line(e) for e in events).decode("utf-8"))
@@ -304,6 +298,10 @@ class AuditWriter:
             except OSError:
                 log.warning("audit JSON-lines mirror failed", exc_info=True)
             metrics.AUDIT_EVENTS_WRITTEN.labels("jsonl").inc(len(events))
+
+    async def _write(self, batch: list[dict[str, Any]]) -> None:
+        events = [self._finalize(e) for e in batch]
+        self._mirror_lines(events)
         metrics.AUDIT_QUEUE_DEPTH.set(self.queue.qsize())
         if self.store is None:
             self.written += len(events)
@@ -320,47 +318,54 @@ class AuditWriter:
                 self._store_failed(exc)
         self._spill(events)
 
+    async def _write_queued(self) -> None:
+        """During a replay: once a batch of events has queued, write it to the store between two
+        replay batches, so the queue does not pile up while a long spill file is replayed (what
+        piles up raises the heap's high-water mark for good). Should the store fail, they are
+        spilled (the replay, which sees the error, resumes later) or, if even that fails, lost
+        (logged; strict: their calls answer an error)."""
+        if self.queue.qsize() < self._batch_size:
+            return
+        batch, saw_stop = self._drain_nowait(self._batch_size)
+        if saw_stop:
+            self.queue.put_nowait(_STOP)  # the writer task still has to see it (there is room)
+        lost: BaseException | None = None
+        try:
+            events = [self._finalize(e) for e in batch]
+            self._mirror_lines(events)
+            try:
+                await self._insert(events)
+            except Exception:
+                try:
+                    self._spill(events)
+                except Exception as exc:
+                    lost = exc
+                    log.exception("could not write %d audit events to the store or the spill file", len(events))
+                raise
+            self.written += len(events)
+            metrics.AUDIT_EVENTS_WRITTEN.labels("store").inc(len(events))
+        finally:
+            self._release(batch, lost)
+            for _ in batch:
+                self.queue.task_done()
+
     def _store_failed(self, exc: BaseException) -> None:
         self.store_errors += 1
         if self.store_up or self.store_errors == 1:
             # A warning: nothing is lost (the spill file keeps every event; losing one is an error).
-            log.warning("audit store unavailable, spilling events to %s: %s", self.spill_path, _reason(exc))
+            log.warning("audit store unavailable, spilling events to %s: %s", self.spill_path, reason(exc))
         self.store_up = False
         self._next_retry = time.monotonic() + self.retry_s
 
     async def _insert(self, events: list[dict[str, Any]]) -> None:
-        """Insert events into the store. A batch refused for what it holds (not for the store
-        being away) is split in halves until the culprit is alone; the culprit is written in the
-        strong escaped form, or, refused even so, moved to the rejected file (logged). So one bad
-        event never takes its batch with it, and a replay never stops on one. Raises when the
-        store is unavailable (the caller spills; inserts are idempotent, so what a half already
-        stored is skipped by the replay)."""
+        """Insert events into the store, isolating any it refuses for what they hold
+        (:func:`~gateway.audit.isolate.insert_isolating`); raises when the store is unavailable
+        (the caller spills; inserts are idempotent, so what a half already stored is skipped by
+        the replay)."""
         assert self.store is not None
-        try:
-            await self.store.write(events)
-            return
-        except Exception as exc:
-            if not _refused_content(exc):
-                raise
-            if len(events) > 1:
-                mid = len(events) // 2
-                await self._insert(events[:mid])
-                await self._insert(events[mid:])
-                return
-            first = exc
-        event = escape_event(dict(events[0]), strong=True)
-        try:
-            await self.store.write([event])
-            self.escaped += 1
-            log.warning("audit event %s written escaped: the store refused it (%s)", event.get("event_id"),
-                        _reason(first))
-        except Exception as exc:
-            if not _refused_content(exc):
-                raise
-            spill.append(self.rejected_path, spill.line(event))
-            self.rejected += 1
-            log.error("audit event %s refused by the store even escaped, kept in %s: %s",
-                      event.get("event_id"), self.rejected_path, _reason(exc))
+        escaped, rejected = await insert_isolating(self.store, events, self.rejected_path)
+        self.escaped += escaped
+        self.rejected += rejected
 
     def _spill(self, events: list[dict[str, Any]]) -> None:
         if not events:
@@ -375,8 +380,8 @@ class AuditWriter:
         A store still away is found by one connection attempt (:meth:`AuditStore.open`) before
         any of the file is read: an outage costs a refused connect per ``retry_s``, not a batch
         decoded and bound each time. Memory is bounded by one replay batch
-        (:data:`_REPLAY_BATCH` events at most) plus the queue, which :meth:`_spill_queued` keeps
-        under ``batch_size`` while the replay runs."""
+        (:data:`_REPLAY_BATCH` events at most) plus the queue, which :meth:`_write_queued` keeps
+        under about ``batch_size`` while the replay runs."""
         assert self.store is not None
         try:
             if not self.store_up:
@@ -394,7 +399,7 @@ class AuditWriter:
                 for batch in spill.read_batches(self.replay_path, size, self.rejected_path):
                     await self._insert(batch)
                     count += len(batch)
-                    self._spill_queued()
+                    await self._write_queued()
                 self.replay_path.unlink()
                 self.replayed += count
                 total += count
@@ -408,25 +413,6 @@ class AuditWriter:
         except Exception as exc:
             self._store_failed(exc)
 
-    def _spill_queued(self) -> None:
-        """During a replay: events queued meanwhile go to the spill file (the replay takes them
-        next, in the same pass) once a batch of them waits, so the queue does not pile up while a
-        long spill file is replayed (what piles up raises the heap's high-water mark for good)."""
-        if self.queue.qsize() < self._batch_size:
-            return
-        events, saw_stop = self._drain_nowait()
-        if saw_stop:
-            self.queue.put_nowait(_STOP)  # the writer still has to see it (there is room: just drained)
-        try:
-            self._spill([self._finalize(e) for e in events])
-        except Exception as exc:
-            log.exception("could not write %d audit events to the spill file", len(events))
-            self._release(events, exc)
-        finally:
-            self._release(events)
-            for _ in events:
-                self.queue.task_done()
-
     async def _retention(self) -> None:
         assert self.store is not None
         self._next_retention = time.monotonic() + _RETENTION_EVERY_S
@@ -437,42 +423,6 @@ class AuditWriter:
             return
         if removed:
             log.info("audit retention: deleted %d events older than %d days", removed, self.config.retention_days)
-
-
-def _reason(exc: BaseException) -> str:
-    """What went wrong with the store, as the driver said it, on one bounded line.
-
-    SQLAlchemy's own message carries the statement (a batch's INSERT runs to kilobytes) and, but
-    for the store's ``hide_parameters``, the rows: principals, session ids, arguments. The log
-    gets neither.
-    """
-    orig = getattr(exc, "orig", None)
-    cause = orig if isinstance(orig, BaseException) else exc
-    text = " ".join(str(cause).split()) or "no detail"
-    return f"{type(cause).__name__}: {text}"[:300]
-
-
-def _refused_content(exc: BaseException) -> bool:
-    """Whether the store refused what the rows hold (split the batch, escape the culprit) rather
-    than being unavailable (spill and retry): an encoding error, a driver error whose SQLSTATE is
-    of :data:`_CONTENT_CLASSES` (PostgreSQL), or SQLite's DataError/IntegrityError. Anything in
-    the chain that speaks of the connection (an OSError, a timeout, SQLAlchemy's
-    ``connection_invalidated``) makes it unavailability: an outage must never reject events."""
-    chain: list[BaseException] = []
-    cur: BaseException | None = exc
-    while cur is not None and len(chain) < 8:
-        chain.append(cur)
-        orig = getattr(cur, "orig", None)
-        cur = orig if isinstance(orig, BaseException) and orig is not cur else cur.__cause__
-    if any(isinstance(e, OSError | TimeoutError) or getattr(e, "connection_invalidated", False) for e in chain):
-        return False
-    for e in chain:
-        state = getattr(e, "sqlstate", None)
-        if isinstance(e, UnicodeError | ValueError | TypeError) or \
-                isinstance(state, str) and state[:2] in _CONTENT_CLASSES or \
-                type(e).__module__ == "sqlite3" and type(e).__name__ in ("DataError", "IntegrityError"):
-            return True
-    return False
 
 
 def _retrieve(future: asyncio.Future[None]) -> None:
