@@ -77,3 +77,12 @@ async def test_statements_keep_their_words_and_a_digest(tmp_path: Path) -> None:
 ])
 def test_a_secret_ends_with_its_token_or_quoted_string(text: str, expected: str) -> None:
     assert Redactor().text(text) == expected
+
+
+async def test_the_digest_key_defaults_to_the_cursor_secret_and_is_off_without_either(tmp_path: Path) -> None:
+    base = ('connectors: [{name: team, type: static, prompts: [{name: hello, messages: [{text: hi}]}]}]\n'
+            'audit: {store: "sqlite:///./audit.db", spill_path: ./spill.jsonl}\n')
+    for extra, key in (("gateway: {cursor_secret: shared-by-replicas}\n", b"shared-by-replicas"), ("", None)):
+        async with running_gateway(extra + base, base_dir=tmp_path) as gw:
+            writer = next(f.writer for f in gw.gateway.filters if isinstance(f, AuditFilter))
+            assert writer._digest_key == key
