@@ -16,7 +16,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from . import spill
+import gateway.audit.spill as spill
+
 from .escape import escape_event
 from .store import AuditStore
 

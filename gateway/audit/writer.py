@@ -54,10 +54,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
+import gateway.audit.spill as spill
 from gateway.config import AuditConfig
 from gateway.telemetry import metrics
 
-from . import spill
 from .events import Redactor, finalize
 from .isolate import insert_isolating, reason
 from .store import AuditStore
