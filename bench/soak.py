@@ -15,11 +15,13 @@ Faults (issue 19): ``--minutes M`` (or ``--faults``, with ``--seconds`` as the t
 soak-and-faults sequence instead: mixed load from ``--concurrency`` sessions (16 unless given) on
 every connector kind at once (two SDK upstreams over Streamable HTTP, a static resource, an
 OpenAPI backend, SQL on PostgreSQL; ``tools/call``, ``resources/read``, a paged ``tools/list``),
-the audit log in PostgreSQL, and the run's time split evenly over seven phases, each applying one
+the audit log in PostgreSQL, and the run's time split evenly over eight phases, each applying one
 fault under that load: ``steady`` (none), ``resets`` (connections reset under the upstream
 client), ``kill`` (upstream SIGKILL + restart), ``rest`` (REST 500s, then hangs), ``sql`` (the SQL
-connector's PostgreSQL backends killed), ``audit`` (the audit store unreachable for up to 20 s)
-and ``reload`` (4 config changes written to the watched file). ``bench/soak_rig.py`` sets the
+connector's PostgreSQL backends killed), ``audit`` (the audit store unreachable for up to 20 s),
+``hostile`` (requests carrying lone surrogates, NULs, control characters, emoji and a
+non-UTF-8 header mixed into the load) and ``reload`` (4 config changes written to the watched
+file). ``bench/soak_rig.py`` sets the
 rig up, ``bench/soak_faults.py`` drives the faults and states each phase's targets.
 
 Per phase it prints the requests sent and answered, the audit rows of the phase, the errors by
@@ -28,8 +30,10 @@ connector (and below, by kind), the time to recover, the gateway's RSS and open 
 Targets: no errors but on the connector the phase faults (none in ``steady`` and ``audit``), so
 0 errors on the never-faulted ``other`` over the whole run; at most one failed call per reset; the
 SQL pool back by itself; every spilled audit event replayed and the gateway's RSS after the replay
-within 5% of before the outage; each reload restarting ``notes`` alone; audit rows = answered
-requests in every phase. Exit status 0 when every target held.
+within 3% of before the outage; no ERROR or traceback in the gateway's log through ``sql``,
+``audit`` and ``hostile``; the audit store up through ``hostile``; each reload restarting
+``notes`` alone; audit rows = answered requests in every phase. Exit status 0 when every target
+held.
 
 PostgreSQL: ``--pg-url`` (default ``$TEST_PG_URL``, else ``postgresql://postgres@127.0.0.1:5432/test``)
 must allow creating databases and roles; two scratch databases and a role are made per run and
@@ -39,7 +43,7 @@ dropped at its end.
 may be named twice: ``steady,audit,audit`` shows whether a second outage costs memory again);
 ``--log FILE`` keeps the gateway's log (level info: reloads, audit store lost and back).
 
-``.venv/bin/python bench/soak.py --minutes 10`` is the full run (about 86 s per phase);
+``.venv/bin/python bench/soak.py --minutes 10`` is the full run (75 s per phase);
 ``--faults --seconds 21 --concurrency 4`` a quick one (the smoke test's);
 ``--minutes 2 --phases steady,audit`` the audit outage at its full 20 s.
 """

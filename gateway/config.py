@@ -306,6 +306,9 @@ class AuditConfig(Model):
     # flush_interval_s). strict: a response waits until its event is committed to the store or
     # fsync'd to the spill file (group commit: concurrent requests share one commit).
     durability: Literal["batch", "strict"] = "batch"
+    # Key of each event's arguments_digest (HMAC-SHA256 of the unredacted arguments: proves what
+    # ran without showing a secret). Unset: gateway.cursor_secret; neither set: no digest.
+    digest_key: str | None = None
 
     @field_validator("store")
     @classmethod

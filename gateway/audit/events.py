@@ -1,5 +1,8 @@
 """The audit event: its fields, how a finished request becomes one, and redaction.
 
+:func:`finalize` also sets the keyed ``arguments_digest`` (of the arguments before redaction) and
+makes the event storable (``escaped``): :mod:`gateway.audit.escape`.
+
 An event is a flat wire dict (one row of the store, one JSON line of the mirror). The request path
 only *captures* (:func:`capture`: a few attribute reads and a shallow copy of the arguments);
 redaction and serialisation happen later in the writer task (:func:`finalize`), off the request
@@ -16,7 +19,12 @@ Redaction replaces values with ``"[REDACTED]"``:
   to a configured API key (compared by SHA-256 digest);
 * inside free text (every string of the arguments, the error message, the target): the value of
   ``name: value`` / ``name=value`` pairs whose name is a secret name (``X-API-Key: abc``,
-  ``?api_key=abc``, ``"password": "x"``), the credential after ``Bearer``/``Basic``, and JWTs;
+  ``?api_key=abc``, ``"password": "x"``), the credential after ``Bearer``/``Basic``, and JWTs.
+  A value is one token or one quoted string and nothing past it: a quoted value begins with no
+  blank and its closing quote ends a token; a name inside a quoted string (``"password=..."``)
+  has its value inside that string; a bare token stops at a quote, ``*/`` or ``--``. So text that
+  only mentions a secret's name (``AS "password="``, ``/* password: */``) keeps every word, and
+  SQL in a row keeps its structure (issue 26);
 * everywhere in the event, the caller's own credential: the token of its ``Authorization`` header
   (for ``Basic``, also the decoded ``user:password`` and the password), wherever it is quoted. A
   credential under 8 characters is not searched for in text (it would match ordinary words).
@@ -37,6 +45,9 @@ from typing import Any
 
 from gateway.context import CallContext
 
+from .escape import arguments_digest, sanitize
+from .store import COLUMN_LIMITS
+
 __all__ = ["FIELDS", "ALWAYS_REDACT", "REDACTED", "Redactor", "capture", "finalize", "trace_id_of",
            "INSTANCE", "caller_secrets"]
 
@@ -44,7 +55,7 @@ __all__ = ["FIELDS", "ALWAYS_REDACT", "REDACTED", "Redactor", "capture", "finali
 FIELDS = ("event_id", "time", "instance", "request_id", "session_id", "principal", "transport",
           "client_name", "client_version", "method", "target", "connector", "backend_target",
           "arguments", "outcome", "error_code", "error_message", "latency_ms", "backend_status",
-          "trace_id", "endpoint")
+          "trace_id", "endpoint", "escaped", "arguments_digest")
 
 ALWAYS_REDACT = ("password", "passwd", "passphrase", "secret", "token", "authorization", "api_key",
                  "access_key", "private_key", "credential", "cookie")
@@ -61,8 +72,13 @@ _IN_TEXT = re.compile(
     r"(?P<scheme>\b(?:bearer|basic)\s+)(?P<cred>[A-Za-z0-9._~+/=-]{8,})"
     r"|(?P<jwt>\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*)"
     r"|(?P<name>\b[A-Za-z][A-Za-z0-9_.-]{0,63})[\"']?[ \t]*[:=][ \t]*", re.I)
-# The value after a secret name: an optional scheme, then a quoted string or a bare word.
-_VALUE = re.compile(r"(?:(?:bearer|basic)\s+)?(?:\"[^\"]*\"|'[^']*'|[^\s\"',;&)}\]]+)", re.I)
+# The value after a secret name: an optional scheme, then a quoted string or a bare token. A
+# quoted value starts with no blank and its closing quote ends a token (else the "opening" quote
+# closed a string around the name: `AS "password=", (SELECT ...) AS "x"`); a bare token never
+# runs into a comment's end or a quote.
+_TOKEN = re.compile(r"(?:(?:bearer|basic)\s+)?(?:(?!\*/|--)[^\s\"',;&)}\]])+", re.I)
+_VALUE = re.compile(r"(?:(?:bearer|basic)\s+)?(?:\"(?=[^\s\"])[^\"]*\"(?=[\s,;&)}\]]|$)"
+                    r"|'(?=[^\s'])[^']*'(?=[\s,;&)}\]]|$)|(?:(?!\*/|--)[^\s\"',;&)}\]])+)", re.I)
 # Event fields that may quote what the caller sent (free text scanned like argument strings).
 _TEXT_FIELDS = ("error_message", "target", "backend_target")
 _CALLER = "_caller_authorization"  # private key of a captured event; finalize removes it
@@ -174,7 +190,7 @@ class Redactor:
                 out.append(REDACTED)
                 pos = m.end()
             elif self.secret_name(m.group("name")) and not value.startswith(REDACTED, m.end()):
-                found = _VALUE.match(value, m.end())
+                found = _pair_value(value, m)
                 if found is not None:
                     word = found.group()
                     quoted = len(word) >= 2 and word[0] in "\"'" and word[-1] == word[0]
@@ -185,6 +201,19 @@ class Redactor:
             return value
         out.append(value[pos:])
         return "".join(out)
+
+
+def _pair_value(text: str, m: re.Match[str]) -> re.Match[str] | None:
+    """The value of the secret-named pair ``m`` found in ``text``, or None when there is none.
+
+    A name that opens a quoted string (``"password=..."``, ``'token: ...'``) has its value inside
+    that string: a bare token, never a quoted string (whose "opening" quote would be the closing
+    one of the name's string). An empty value redacts nothing.
+    """
+    start = m.start("name")
+    opened = start > 0 and text[start - 1] in "\"'" and text[m.end("name")] != text[start - 1]
+    found = (_TOKEN if opened else _VALUE).match(text, m.end())
+    return found if found is not None and found.end() > found.start() else None
 
 
 def capture(ctx: CallContext, outcome: str, error_code: int | None, error_message: str | None,
@@ -217,16 +246,25 @@ def capture(ctx: CallContext, outcome: str, error_code: int | None, error_messag
         # The telemetry filter records the trace it opened (a new one when the client sent none).
         "trace_id": record.trace_id or trace_id_of(ctx.traceparent),
         "endpoint": ctx.endpoint or None,  # the endpoint (virtual server) the request came to
+        "escaped": None,  # set by finalize: true when its strings had to be escaped
+        "arguments_digest": None,  # set by finalize when a digest key is configured
         # Not a field: what finalize must scrub from the event, then removes (never stored).
         _CALLER: ctx.caller_authorization,
     }
 
 
-def finalize(event: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
-    """Redact the arguments and the free-text fields in place, scrubbing the caller's own
-    credential everywhere (writer task); returns the event. Idempotent."""
+def finalize(event: dict[str, Any], redactor: Redactor, digest_key: bytes | None = None) -> dict[str, Any]:
+    """Make a captured event what is stored (writer task), in place; returns it. Idempotent.
+
+    With ``digest_key``, ``arguments_digest`` is set from the arguments as the caller sent them
+    (:func:`~gateway.audit.escape.arguments_digest`); then the arguments and the free-text fields
+    are redacted, the caller's own credential scrubbed everywhere, and the event made storable
+    (:func:`~gateway.audit.escape.sanitize`: escaped when a string is unstorable, marked so;
+    bounded columns cut to fit)."""
     scrub = caller_secrets(event.pop(_CALLER, None))
     args = event.get("arguments")
+    if digest_key is not None and args is not None and not event.get("arguments_digest"):
+        event["arguments_digest"] = arguments_digest(digest_key, args)
     if args is not None:
         event["arguments"] = redactor.redact(args, scrub=scrub)
     for name in _TEXT_FIELDS:
@@ -237,7 +275,7 @@ def finalize(event: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
         for name, text in event.items():
             if isinstance(text, str) and any(secret in text for secret in scrub):
                 event[name] = redactor.text(text, scrub)
-    return event
+    return sanitize(event, COLUMN_LIMITS)
 
 
 def to_jsonable(event: Mapping[str, Any]) -> dict[str, Any]:
@@ -249,7 +287,9 @@ def to_jsonable(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def from_jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
-    out = {k: data.get(k) for k in FIELDS}
+    """An event read back from a JSON line (the spill file), made storable again: a line written
+    before events were sanitised may hold a NUL (issue 26)."""
+    out = sanitize({k: data.get(k) for k in FIELDS}, COLUMN_LIMITS)
     t = out.get("time")
     if isinstance(t, str):
         out["time"] = datetime.fromisoformat(t)

@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Column,
     DateTime,
     Float,
@@ -38,9 +39,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-__all__ = ["SCHEMA_VERSION", "events_table", "AuditStore", "normalize_url"]
+from .escape import TARGET_LIMIT
 
-SCHEMA_VERSION = 1
+__all__ = ["SCHEMA_VERSION", "events_table", "AuditStore", "normalize_url", "COLUMN_LIMITS"]
+
+SCHEMA_VERSION = 2
 metadata = MetaData()
 
 events_table = Table(
@@ -67,10 +70,22 @@ events_table = Table(
     Column("backend_status", String(100)),
     Column("trace_id", String(64)),
     Column("endpoint", String(100)),  # added by issue 18 (migrated by _add_missing_columns)
+    # Issue 26: true when the event's strings are escaped (gateway/audit/escape.py), and the keyed
+    # digest of the unredacted arguments.
+    Column("escaped", Boolean),
+    Column("arguments_digest", String(64)),
 )
 Index("ix_gw_audit_time", events_table.c.time)
 Index("ix_gw_audit_principal_time", events_table.c.principal, events_table.c.time)
 Index("ix_gw_audit_target", events_table.c.target)
+
+# What a value of each bounded column may hold, in characters (PostgreSQL refuses longer ones,
+# and with them the whole batch); the indexed target is bounded too (a btree entry's size).
+COLUMN_LIMITS: dict[str, int] = {
+    c.name: c.type.length for c in events_table.columns
+    if isinstance(c.type, String) and c.type.length and c.name != "event_id"} | {"target": TARGET_LIMIT}
+
+_COLUMNS = tuple(c.name for c in events_table.columns if c.name != "id")
 
 meta_table = Table(
     "gw_audit_meta", metadata,
@@ -126,9 +141,12 @@ class AuditStore:
             return
         if not self._schema_ready:
             await self.open()
+        # Every row names every column: executemany compiles the INSERT for the first row's keys
+        # and would silently drop a column only later rows set.
+        rows = [{name: event.get(name) for name in _COLUMNS} for event in events]
         async with self.engine.begin() as conn:
             # executemany: SQLAlchemy batches it into multi-row INSERTs ("insertmanyvalues").
-            await conn.execute(_upsert(self.dialect, events_table), list(events))
+            await conn.execute(_upsert(self.dialect, events_table), rows)
 
     async def query(self, *, since: datetime | None = None, until: datetime | None = None,
                     principal: str | None = None, target: str | None = None,

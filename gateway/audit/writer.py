@@ -15,6 +15,13 @@ Contract:
   later batches follow it there; every ``retry_s`` the writer tries to replay the spill file into
   the store. Replay renames the file first, so new spills never interleave with it, and inserts are
   idempotent by ``event_id``, so a replay interrupted half-way is simply done again.
+* Hostile input (issue 26): events are made storable where they are finalised (escaped when a
+  string cannot be stored, :mod:`gateway.audit.escape`). Behind that, a batch the store refuses
+  for what it holds (not for being away) is split in halves until the culprit is alone
+  (:mod:`gateway.audit.isolate`); the culprit is written in the strong escaped form, or kept in
+  ``<spill_path>.rejected`` with an error logged, so one event never takes its batch with it and
+  a replay never stalls on one. The mirror, the spill file and the rejected file share one
+  encoding (:mod:`gateway.audit.spill`); a spill line that is not JSON goes to the rejected file.
 * :meth:`stop` drains the queue completely (to the store, or to the spill file when the store is
   down) before returning: the gateway calls it on SIGTERM after in-flight requests finished.
 * Retention: events older than ``retention_days`` are deleted at start and every hour.
@@ -29,47 +36,56 @@ Durability (``audit.durability``):
   file and fsync'd. The writer does not linger for company: whatever queued while the previous
   commit ran goes in the next one (group commit), so concurrent requests share a commit and
   sequential ones pay about one commit each (see ``bench/policy.py``). When neither the store nor
-  the spill file can take an event (a full disk) the response is still sent, and the failure is
-  logged at error level: auditing never turns a served request into a failure.
+  the spill file can take an event (a full disk) its future fails with :class:`NotRecorded` and
+  the call is answered with an error, never its result. In ``batch`` mode the response is still
+  sent and the failure logged at error level.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import functools
-import json
+import gc
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
+import gateway.audit.spill as spill
 from gateway.config import AuditConfig
 from gateway.telemetry import metrics
 
-from .events import Redactor, finalize, from_jsonable, to_jsonable
+from .events import Redactor, finalize
+from .isolate import insert_isolating, reason
 from .store import AuditStore
 
-__all__ = ["AuditWriter"]
+__all__ = ["AuditWriter", "NotRecorded"]
 
 log = logging.getLogger("gateway.audit")
 
 _STOP: Any = object()  # sentinel put on the queue to wake the writer at stop
 _RETENTION_EVERY_S = 3600.0
+# Events per INSERT when replaying the spill file: each batch is decoded, copied into rows and
+# bound at once, and that peak stays in the heap after the replay (bench/audit_replay.py-style
+# outage of ~3,800 events: +2.9% RSS after the replay with 500, +1.6% with 100).
+_REPLAY_BATCH = 100
 
 
-def _dumps(event: dict[str, Any]) -> str:
-    return json.dumps(to_jsonable(event), separators=(",", ":"), ensure_ascii=False, default=str)
+class NotRecorded(Exception):
+    """Strict durability: the event was neither committed nor spilled (its call must not be
+    answered with a result)."""
 
 
 class AuditWriter:
     def __init__(self, config: AuditConfig, base_dir: str | Path = ".",
-                 secret_digests: Iterable[bytes] = (), retry_s: float = 1.0) -> None:
+                 secret_digests: Iterable[bytes] = (), retry_s: float = 1.0,
+                 digest_key: str | bytes | None = None) -> None:
+        """``digest_key``: the key of each event's ``arguments_digest`` (none: no digest)."""
         self.config = config
+        self._digest_key = digest_key.encode() if isinstance(digest_key, str) else digest_key
         base = self.base_dir = Path(base_dir)
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(config.queue_size)
         self._batch_size = config.batch_size
@@ -80,6 +96,8 @@ class AuditWriter:
         spill = Path(config.spill_path)
         self.spill_path = spill if spill.is_absolute() else (base / spill).resolve()
         self.replay_path = self.spill_path.with_name(self.spill_path.name + ".replaying")
+        # Lines and events no store took even escaped: kept for a person, never retried.
+        self.rejected_path = self.spill_path.with_name(self.spill_path.name + ".rejected")
         self.retry_s = retry_s
         self.store_up = False
         self._next_retry = 0.0
@@ -97,6 +115,8 @@ class AuditWriter:
         self.overflowed = 0
         self.store_errors = 0
         self.trims = 0  # replays after which freed heap pages were handed back to the OS
+        self.escaped = 0  # events a store refused until they were written in the strong escaped form
+        self.rejected = 0  # events no store took even so (in rejected_path)
 
     # -- request path -----------------------------------------------------------------------
 
@@ -105,8 +125,9 @@ class AuditWriter:
         (None when it already is); in batch mode, None."""
         self.submitted += 1
         if self.strict and self._task is None:
-            # No writer task to wait for (not started, or stopped): durable right here.
-            self._spill([finalize(event, self.redactor)])
+            # No writer task to wait for (not started, or stopped): durable right here, or the
+            # OSError tells the filter it is not.
+            self._spill([self._finalize(event)])
             return None
         try:
             self.queue.put_nowait(event)
@@ -114,11 +135,14 @@ class AuditWriter:
                 self._full.set()
         except asyncio.QueueFull:
             self.overflowed += 1
-            self._spill([finalize(event, self.redactor)])
+            self._spill([self._finalize(event)])  # an OSError: strict tells the caller
             return None
         if not self.strict:
             return None
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # A cancelled call never awaits its waiter: mark a NotRecorded set on it as seen, so
+        # asyncio does not log "exception was never retrieved".
+        waiter.add_done_callback(_retrieve)
         self._waiters[event["event_id"]] = waiter
         return waiter
 
@@ -158,7 +182,7 @@ class AuditWriter:
             except asyncio.CancelledError:
                 # Cancelled while draining: write whatever is left straight to the spill file.
                 left = self._drain_nowait()[0]
-                self._spill([finalize(e, self.redactor) for e in left])
+                self._spill([self._finalize(e) for e in left])
                 self._release(left)
                 for _ in left:
                     self.queue.task_done()
@@ -219,8 +243,9 @@ class AuditWriter:
                     # skips these rows by event_id, so this never duplicates.
                     self._spill(batch)
                     raise
-                except Exception:  # neither store nor spill file took it (disk full): keep going
+                except Exception as exc:  # neither store nor spill file took it (disk full): keep going
                     log.exception("could not write %d audit events to the store or the spill file", len(batch))
+                    self._release(batch, exc)
                 finally:
                     self._release(batch)
                     for _ in batch:
@@ -229,14 +254,21 @@ class AuditWriter:
                 return
             await self._maintain()
 
-    def _release(self, batch: list[dict[str, Any]]) -> None:
-        """Strict mode: the batch is durable (or lost, and logged): its responses may go."""
+    def _release(self, batch: list[dict[str, Any]], lost: BaseException | None = None) -> None:
+        """Strict mode: the batch is durable, its responses may go; or ``lost`` (neither stored
+        nor spilled, and logged): its calls are answered with an error (:class:`NotRecorded`)."""
         if not self._waiters:
             return
         for event in batch:
             waiter = self._waiters.pop(event["event_id"], None)
             if waiter is not None and not waiter.done():
-                waiter.set_result(None)
+                if lost is None:
+                    waiter.set_result(None)
+                else:
+                    waiter.set_exception(NotRecorded(f"audit event not recorded: {reason(lost)}"))
+        if not self._waiters:
+            # A dict keeps the table it grew to (thousands of slots after a burst); start afresh.
+            self._waiters = {}
 
     async def _linger(self) -> None:
         """Give the batch up to ``flush_interval_s`` to fill; back sooner when it is full or the
@@ -258,15 +290,21 @@ class AuditWriter:
         elif self.store_up and now >= self._next_retention:
             await self._retention()
 
-    async def _write(self, batch: list[dict[str, Any]]) -> None:
-        events = [finalize(e, self.redactor) for e in batch]
+    def _finalize(self, event: dict[str, Any]) -> dict[str, Any]:
+        return finalize(event, self.redactor, self._digest_key)
+
+    def _mirror_lines(self, events: list[dict[str, Any]]) -> None:
         if self._mirror is not None:
             try:
-                self._mirror.write("".join(_dumps(e) + "\n" for e in events))
+                self._mirror.write(b"".join(spill.line(e) for e in events).decode("utf-8"))
                 self._mirror.flush()
             except OSError:
                 log.warning("audit JSON-lines mirror failed", exc_info=True)
             metrics.AUDIT_EVENTS_WRITTEN.labels("jsonl").inc(len(events))
+
+    async def _write(self, batch: list[dict[str, Any]]) -> None:
+        events = [self._finalize(e) for e in batch]
+        self._mirror_lines(events)
         metrics.AUDIT_QUEUE_DEPTH.set(self.queue.qsize())
         if self.store is None:
             self.written += len(events)
@@ -275,7 +313,7 @@ class AuditWriter:
             await self._replay()
         if self.store_up:
             try:
-                await self.store.write(events)
+                await self._insert(events)
                 self.written += len(events)
                 metrics.AUDIT_EVENTS_WRITTEN.labels("store").inc(len(events))
                 return
@@ -283,29 +321,78 @@ class AuditWriter:
                 self._store_failed(exc)
         self._spill(events)
 
+    async def _write_queued(self) -> None:
+        """During a replay: once a batch of events has queued, write it to the store between two
+        replay batches, so the queue does not pile up while a long spill file is replayed (what
+        piles up raises the heap's high-water mark for good). Should the store fail, they are
+        spilled (the replay, which sees the error, resumes later) or, if even that fails, lost
+        (logged; strict: their calls answer an error)."""
+        if self.queue.qsize() < self._batch_size:
+            return
+        batch, saw_stop = self._drain_nowait(self._batch_size)
+        if saw_stop:
+            self.queue.put_nowait(_STOP)  # the writer task still has to see it (there is room)
+        lost: BaseException | None = NotRecorded("not written")  # until stored or spilled
+        try:
+            events = [self._finalize(e) for e in batch]
+            self._mirror_lines(events)
+            try:
+                await self._insert(events)
+                lost = None
+            except BaseException:  # cancelled too (stop): keep them, as the writer task does
+                try:
+                    self._spill(events)
+                    lost = None
+                except Exception as exc:
+                    lost = exc
+                    log.exception("could not write %d audit events to the store or the spill file", len(events))
+                raise
+            self.written += len(events)
+            metrics.AUDIT_EVENTS_WRITTEN.labels("store").inc(len(events))
+        finally:
+            self._release(batch, lost)
+            for _ in batch:
+                self.queue.task_done()
+
     def _store_failed(self, exc: BaseException) -> None:
         self.store_errors += 1
         if self.store_up or self.store_errors == 1:
-            log.error("audit store unavailable, spilling events to %s: %s", self.spill_path, _reason(exc))
+            # A warning: nothing is lost (the spill file keeps every event; losing one is an error).
+            log.warning("audit store unavailable, spilling events to %s: %s", self.spill_path, reason(exc))
         self.store_up = False
         self._next_retry = time.monotonic() + self.retry_s
+
+    async def _insert(self, events: list[dict[str, Any]]) -> None:
+        """Insert events into the store, isolating any it refuses for what they hold
+        (:func:`~gateway.audit.isolate.insert_isolating`); raises when the store is unavailable
+        (the caller spills; inserts are idempotent, so what a half already stored is skipped by
+        the replay)."""
+        assert self.store is not None
+        escaped, rejected = await insert_isolating(self.store, events, self.rejected_path)
+        self.escaped += escaped
+        self.rejected += rejected
 
     def _spill(self, events: list[dict[str, Any]]) -> None:
         if not events:
             return
-        self.spill_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.spill_path, "a", encoding="utf-8") as fh:
-            fh.write("".join(_dumps(e) + "\n" for e in events))
-            fh.flush()
-            os.fsync(fh.fileno())
+        spill.append(self.spill_path, b"".join(spill.line(e) for e in events))
         self.spilled += len(events)
         metrics.AUDIT_EVENTS_SPILLED.inc(len(events))
 
     async def _replay(self) -> None:
-        """Move spilled events into the store; sets ``store_up`` on success."""
+        """Move spilled events into the store; sets ``store_up`` on success.
+
+        A store still away is found by one connection attempt (:meth:`AuditStore.open`) before
+        any of the file is read: an outage costs a refused connect per ``retry_s``, not a batch
+        decoded and bound each time. Memory is bounded by one replay batch
+        (:data:`_REPLAY_BATCH` events at most) plus the queue, which :meth:`_write_queued` keeps
+        under about ``batch_size`` while the replay runs."""
         assert self.store is not None
         try:
+            if not self.store_up:
+                await self.store.open()  # probes the store (and migrates a recreated one)
             total = 0
+            size = min(self.config.batch_size, _REPLAY_BATCH)
             while True:
                 if not self.replay_path.exists():
                     if not self.spill_path.exists() or self.spill_path.stat().st_size == 0:
@@ -314,9 +401,10 @@ class AuditWriter:
                 # Streamed one batch at a time: a 20,000-event outage held as one list left the
                 # process ~5 MB bigger for good (freed small objects do not go back to the OS).
                 count = 0
-                for batch in _read_spill(self.replay_path, self.config.batch_size):
-                    await self.store.write(batch)
+                for batch in spill.read_batches(self.replay_path, size, self.rejected_path):
+                    await self._insert(batch)
                     count += len(batch)
+                    await self._write_queued()
                 self.replay_path.unlink()
                 self.replayed += count
                 total += count
@@ -324,9 +412,8 @@ class AuditWriter:
                 if count:
                     log.info("audit store back: replayed %d spilled events", count)
             if total:
-                self.trims += _return_freed_memory()
-            if not self.store_up:
-                await self.store.open()  # probes the store (and migrates a recreated one)
+                gc.collect()  # the outage's exceptions hold frames (and batches) in cycles
+                self.trims += spill.return_freed_memory()
             self.store_up = True
         except Exception as exc:
             self._store_failed(exc)
@@ -343,69 +430,10 @@ class AuditWriter:
             log.info("audit retention: deleted %d events older than %d days", removed, self.config.retention_days)
 
 
-def _reason(exc: BaseException) -> str:
-    """What went wrong with the store, as the driver said it, on one bounded line.
-
-    SQLAlchemy's own message carries the statement (a batch's INSERT runs to kilobytes) and, but
-    for the store's ``hide_parameters``, the rows: principals, session ids, arguments. The log
-    gets neither.
-    """
-    orig = getattr(exc, "orig", None)
-    cause = orig if isinstance(orig, BaseException) else exc
-    text = " ".join(str(cause).split()) or "no detail"
-    return f"{type(cause).__name__}: {text}"[:300]
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
-    try:
-        return getattr(ctypes.CDLL(None), "malloc_trim", None)
-    except OSError:
-        return None
-
-
-def _return_freed_memory() -> bool:
-    """Hand the heap pages freed since the last trim back to the OS (``malloc_trim(0)``); False
-    where that call does not exist.
-
-    A replay decodes and binds ``batch_size`` events at a time, more at once than steady traffic
-    usually holds, and glibc keeps the pages it freed mapped: after a 20,000-event outage a 65 MiB
-    writer process stayed +5.1% bigger without this, +4.4% with it (``bench/audit_replay.py``; the
-    rest is pymalloc arenas left part-used, paid once: a second outage adds 0.1%). Called once
-    per replay; it took 4 ms in a 180 MiB process with a fragmented heap.
-    """
-    trim = _malloc_trim()
-    if trim is None:
-        return False
-    trim(0)
-    return True
+def _retrieve(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _open_append(path: Path) -> IO[str]:
     return open(path, "a", encoding="utf-8")  # noqa: SIM115 - the writer owns and closes it
-
-
-def _read_spill(path: Path, batch_size: int) -> Iterator[list[dict[str, Any]]]:
-    """Yield the spilled events of ``path`` in batches of at most ``batch_size``.
-
-    Memory stays bounded by one batch whatever the file's size; the caller deletes the file only
-    after the last batch is stored, so an interrupted replay starts over (inserts are idempotent).
-    """
-    events: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                events.append(from_jsonable(json.loads(line)))
-            except ValueError:
-                # A torn last line (killed mid-write) cannot be recovered; say so, keep the rest.
-                log.error("skipping unreadable spilled audit line: %.200s", line)
-                continue
-            if len(events) >= batch_size:
-                yield events
-                events = []
-    if events:
-        yield events

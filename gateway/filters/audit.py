@@ -9,7 +9,10 @@ the result (``isError`` → tool_error) or the exception. Recording costs a dict
 
 With ``audit.durability: strict`` the filter waits, before it returns (so before the response is
 sent), until the writer reports the event durable: committed, or fsync'd to the spill file. A
-cancelled request is not waited for: no response is sent for it.
+cancelled request is not waited for: no response is sent for it. An event that is neither (the
+writer reports :class:`~gateway.audit.writer.NotRecorded`, or the spill file refused it at once)
+makes the call answer an internal error (-32603) instead of its result: strict never answers a
+call it did not record. (The call itself did run.)
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ import time
 from typing import Any
 
 from gateway.audit.events import capture
-from gateway.audit.writer import AuditWriter
+from gateway.audit.writer import AuditWriter, NotRecorded
 from gateway.context import CallContext
 from gateway.filters import Handler
 from gateway.protocol.errors import (
     INTERNAL_ERROR,
     REQUEST_CANCELLED,
+    InternalError,
     ProtocolError,
 )
 
@@ -84,22 +88,38 @@ class AuditFilter:
             message = (exc.message if isinstance(exc, ProtocolError) else str(exc)[:500]) or type(exc).__name__
             durable = self._record(ctx, ctx.record.outcome or outcome, code, message)
             if durable is not None and not isinstance(exc, asyncio.CancelledError):
-                await durable
+                await _durable(durable)
             raise
         failed = bool(result.get("isError"))
         outcome = ctx.record.outcome or ("tool_error" if failed else "ok")
         durable = self._record(ctx, outcome, None, result_error_text(result) if failed else None)
         if durable is not None:
-            await durable
+            await _durable(durable)
         return result
 
     def _record(self, ctx: CallContext, outcome: str, code: int | None,
                 message: str | None) -> asyncio.Future[None] | None:
-        """Submit the event; in strict mode, the future that says it is durable."""
+        """Submit the event; in strict mode, the future that says it is durable. Raises
+        :class:`InternalError` in strict mode when the event could not even be submitted."""
         try:
             event = capture(ctx, outcome, code, message, (time.perf_counter() - ctx.started) * 1000.0)
             return self.writer.submit(event)
-        except Exception:  # auditing must never turn a served request into a failure
+        except Exception as exc:  # batch mode: auditing never turns a served request into a failure
             log.exception("could not record audit event for %s", ctx.method)
+            if self.writer.strict:
+                raise _not_recorded() from exc
             return None
+
+
+def _not_recorded() -> InternalError:
+    return InternalError("the call was not answered: its audit event could not be recorded "
+                         "(audit.durability: strict)")
+
+
+async def _durable(waiter: asyncio.Future[None]) -> None:
+    """Wait until the writer reports the event durable; an unrecorded event fails the call."""
+    try:
+        await waiter
+    except NotRecorded as exc:
+        raise _not_recorded() from exc
 

@@ -40,7 +40,8 @@ def build_filters(config: GatewayConfig, catalog: Catalog) -> list[Filter]:
             config.telemetry.metrics_principal_label, config.telemetry.metrics_max_principals)))
     if config.audit.enabled:
         digests = secret_digests(config.auth.api_keys, config.base_dir)
-        chain.append(AuditFilter(AuditWriter(config.audit, config.base_dir, digests)))
+        key = config.audit.digest_key or config.gateway.cursor_secret
+        chain.append(AuditFilter(AuditWriter(config.audit, config.base_dir, digests, digest_key=key)))
     if config.access:
         chain.append(AccessFilter(AccessPolicy(config.access), catalog.access_name, catalog.owner))
     concurrency = {c.name: c.max_concurrency for c in config.connectors if c.max_concurrency}

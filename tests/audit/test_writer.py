@@ -224,7 +224,7 @@ async def test_a_store_error_is_logged_without_the_statement_or_the_rows(tmp_pat
         with pytest.raises(sa.exc.OperationalError) as info:
             await writer.store.write([finalize(private, writer.redactor)])
         assert "INSERT" in str(info.value) and "private-words" not in str(info.value)  # hide_parameters
-        with caplog.at_level(logging.ERROR, logger="gateway.audit"):
+        with caplog.at_level(logging.WARNING, logger="gateway.audit"):
             writer.submit(private)
             await asyncio.wait_for(writer.flush(), 10)
         assert writer.spilled == 1 and not writer.store_up
@@ -232,5 +232,25 @@ async def test_a_store_error_is_logged_without_the_statement_or_the_rows(tmp_pat
         assert "OperationalError: no such table: gw_audit_events" in line and len(line) < 500, line
         for leaked in ("INSERT", "private-words", "sess-1", "alice", "\n"):
             assert leaked not in line, (leaked, line)
+    finally:
+        await writer.stop()
+
+
+async def test_events_queued_during_a_replay_are_written_between_its_batches(tmp_path: Path) -> None:
+    """A long replay does not let the queue pile up (issue 26 point 7: what piles up raises the
+    heap's high-water mark for good): after each replay batch, a batch of queued events goes to
+    the store. The writer task is not started, so only the replay can have written them."""
+    from gateway.audit.events import finalize
+
+    writer = AuditWriter(_config(tmp_path, f"sqlite:///{tmp_path / 'a.db'}", batch_size=50))
+    try:
+        writer._spill([finalize(_event(i), writer.redactor) for i in range(1000)])
+        for i in range(1000, 2500):
+            writer.submit(_event(i))
+        await writer._replay()  # 20 replay batches of 50, each followed by 50 queued events
+        assert writer.replayed == 1000 and writer.written == 1000 and writer.queue.qsize() == 500
+        assert writer.store_up and not writer.spill_path.exists()
+        rows = await writer.store.query(limit=10_000)  # type: ignore[union-attr]
+        assert len(rows) == 2000 and len({r["event_id"] for r in rows}) == 2000
     finally:
         await writer.stop()
