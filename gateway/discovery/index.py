@@ -27,6 +27,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.discovery.intent import Intent, tool_kind
+from gateway.discovery.lexicon import Lexicon
+from gateway.discovery.packs import lexicon
 from gateway.discovery.query import parse
 from gateway.discovery.rank import HeadIndex, Profile, profile, rerank
 from gateway.discovery.words import stem, words_text
@@ -139,7 +141,10 @@ def _quote(phrase: str) -> str:
 class SearchIndex:
     """An in-memory FTS5 index of tools; see the module docstring for the contract."""
 
-    def __init__(self) -> None:
+    def __init__(self, packs: Iterable[str] = ()) -> None:
+        # The words queries are read with: the core and the domain packs enabled (none by default;
+        # replaceable: the index does not depend on it).
+        self.lexicon: Lexicon = lexicon(packs)
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
         cols = ", ".join(_COLUMNS)
         self._db.execute(f"CREATE VIRTUAL TABLE tools USING fts5({cols}, tokenize='porter unicode61')")
@@ -203,7 +208,7 @@ class SearchIndex:
                visible: Callable[[str], bool] | None = None) -> list[SearchHit]:
         """The best *limit* tools for *query* among those *visible* allows, best first."""
         limit = max(1, min(int(limit), MAX_LIMIT))
-        parsed = parse(query[:MAX_QUERY], self._heads.names)
+        parsed = parse(query[:MAX_QUERY], self._heads.names, self.lexicon)
         if not parsed.intent.strong and parsed.lead:
             # "star the repo", "block a spammer": a sentence that opens with one of the catalog's
             # own verbs asks for what that verb does there.

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.discovery.catalog_search import CatalogSearch
 from gateway.discovery.index import MAX_LIMIT, MAX_QUERY
+from gateway.discovery.packs import lexicon
 from gateway.discovery.tools import CALL_TOOL, DEFAULT_LIMIT, FIND_TOOLS
 from gateway.filters.auth import AccessFilter
 
@@ -72,8 +73,12 @@ class EndpointSearch:
 
     async def _ready(self) -> CatalogSearch:
         async with self._lock:
+            search = self.view.config.search
+            packs = search.packs if search is not None else ()
             if self._index is None:
-                self._index = CatalogSearch(self.view)
+                self._index = CatalogSearch(self.view, packs=packs)
+            elif self._index.index.lexicon.packs != packs:  # a reload changed search.packs
+                self._index.index.lexicon = lexicon(packs)
             wanted = self._embeddings()
             if wanted != self._semantic_for:  # first use, or a reload changed search.embeddings
                 old, self._semantic, self._semantic_for = self._semantic, None, wanted

@@ -1,12 +1,12 @@
 """Security and rules: alerts and advisories, scanning, keys, tokens, secrets and variables,
 protections, rulesets and restrictions on who may do what.
 
-Entries of the vocabulary map (:mod:`gateway.discovery.vocabulary`); see its rules there.
+Entries of the GitHub pack's map (:mod:`gateway.discovery.packs.github`); see its rules there.
 """
 
 from __future__ import annotations
 
-from gateway.discovery.vocabulary.table import add
+from gateway.discovery.packs.github.table import add
 
 add("vulnerable,vulnerability,vulnerabilities,cve,cves,insecure", "dependabot alert,dependabot,advisory,vulnerability alert")
 add("security hole,security holes,security issue,security bug,security flaw,exploit,exploits,zero day,0day",

@@ -1,12 +1,12 @@
 """Tickets and conversations: issues, labels, milestones, reactions, comments, sub-issues,
 dependencies, pinned and locked conversations, project boards.
 
-Entries of the vocabulary map (:mod:`gateway.discovery.vocabulary`); see its rules there.
+Entries of the GitHub pack's map (:mod:`gateway.discovery.packs.github`); see its rules there.
 """
 
 from __future__ import annotations
 
-from gateway.discovery.vocabulary.table import add
+from gateway.discovery.packs.github.table import add
 
 add("ticket,tickets,bug,bugs,incident,incidents,task,tasks", "issue")
 add("tag,tag as,tag with,categorize,categorise", "label,tag,topic")

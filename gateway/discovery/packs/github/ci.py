@@ -1,12 +1,12 @@
 """CI/CD and what it makes: workflows and their runs, jobs, logs, runners, artifacts, checks,
 deployments and environments, packages, Pages sites and their domains, codespaces, webhooks.
 
-Entries of the vocabulary map (:mod:`gateway.discovery.vocabulary`); see its rules there.
+Entries of the GitHub pack's map (:mod:`gateway.discovery.packs.github`); see its rules there.
 """
 
 from __future__ import annotations
 
-from gateway.discovery.vocabulary.table import add
+from gateway.discovery.packs.github.table import add
 
 add("pipeline,pipelines,ci,build,builds", "workflow run,workflow,actions,check")
 add("job", "job,workflow run")

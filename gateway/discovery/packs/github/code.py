@@ -1,12 +1,12 @@
 """Source hosting and code review: repositories, pull requests, branches, commits, files,
 releases and tags, and the statistics and traffic of a repository.
 
-Entries of the vocabulary map (:mod:`gateway.discovery.vocabulary`); see its rules there.
+Entries of the GitHub pack's map (:mod:`gateway.discovery.packs.github`); see its rules there.
 """
 
 from __future__ import annotations
 
-from gateway.discovery.vocabulary.table import add
+from gateway.discovery.packs.github.table import add
 
 add("pr,prs,mr,mrs,merge request,merge requests,patch,patches", "pull request,pull")
 add("land,ship it", "merge")

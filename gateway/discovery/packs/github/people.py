@@ -1,12 +1,12 @@
 """People: users, members, collaborators, teams, roles and permissions, invitations, the
 caller's own account, notifications, apps acting for someone.
 
-Entries of the vocabulary map (:mod:`gateway.discovery.vocabulary`); see its rules there.
+Entries of the GitHub pack's map (:mod:`gateway.discovery.packs.github`); see its rules there.
 """
 
 from __future__ import annotations
 
-from gateway.discovery.vocabulary.table import add
+from gateway.discovery.packs.github.table import add
 
 add("person,people,someone,employee,employees,colleague,coworker", "user,member")
 add("access,permission,permissions,write access,push", "collaborator,permission")
