@@ -245,3 +245,29 @@ def test_paths_users_and_this_one() -> None:
     asked = [c.said for c in parse("who has been asked to review this PR").soft]
     assert "(one)" not in asked  # the answer is people, not the PR
     assert "(yes/no)" in [c.said for c in parse("has this PR been merged yet").soft]
+
+
+def test_stemming_is_safe_from_several_threads() -> None:
+    # Search endpoints build their indexes in worker threads at once: a shared Snowball stemmer
+    # (which keeps the word it works on in the object) raised IndexError mid-word.
+    import threading
+
+    from gateway.discovery.words import stem
+
+    words = [f"{w}{i}ing" for i in range(3000) for w in ("repositori", "star", "review")]
+    errors: list[BaseException] = []
+
+    def work(part: list[str]) -> None:
+        try:
+            for w in part:
+                stem.__wrapped__(w)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assert
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(words[k::4],)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert stem.__wrapped__("stargazers") == "stargaz"
