@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import cache
 
 from gateway.discovery.lexicon import Lexicon, Pack
 
@@ -32,7 +32,7 @@ def load(name: str) -> Pack:
     return pack
 
 
-@lru_cache(maxsize=None)
+@cache
 def _lexicon(names: tuple[str, ...]) -> Lexicon:
     from gateway.discovery.arguments import HINTS
     from gateway.discovery.soft import SOFT

@@ -17,7 +17,6 @@ add("close,reopen,archive", "update")
 add("resend,redeliver,replay", "redeliver")
 add("move,hand over", "transfer")
 add("approve,sign off,lgtm,looks good,look good,good to go,good to merge", "approve,review + create")  # a new review
-add("assign,give to,hand to", "assignee,assign")
 add("publish", "create,release,pages")
 add("take off,take away,take out,get rid of,throw away,throw out,discard,strip", "remove,delete,dismiss")
 add("mark,mark as", "mark,set,update,create")
