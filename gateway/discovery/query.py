@@ -3,7 +3,7 @@
 :func:`parse` takes out the values a caller will pass (:mod:`.arguments`), drops a frame that
 asks nothing (:mod:`.fillers`), reads the words whose sense depends on their place
 (:mod:`.senses`), then finds the longest known phrases of the vocabulary map
-(:mod:`.vocabulary`, through :mod:`.lookup`): each becomes a :class:`~.concepts.Concept`, the
+(:mod:`.vocabulary` and the endpoint's packs, through a :class:`~.lexicon.Lexicon`): each becomes a :class:`~.concepts.Concept`, the
 caller's word plus the spec words meaning the same. It adds the soft hints (:mod:`.soft`; one item
 or a list, a yes/no check, the values' hints) and the intent (:mod:`.intent`). :func:`expand` is
 the concepts alone.
