@@ -18,7 +18,7 @@ by undoing a whole inflection, never by stemming: a stemmer makes "findings" the
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from gateway.discovery.concepts import VERBS
 from gateway.discovery.fillers import STOPWORDS
@@ -116,7 +116,7 @@ class Lexicon:
             synonyms.update(pack.vocabulary)
             soft_map.update(pack.soft)
             hint_map.update(pack.hints)
-            tables = pack.senses  # one pack's tables: two packs' rules are not merged field by field
+            tables = _merge(tables, pack.senses)
         self.packs = tuple(p.name for p in packs)
         self.synonyms: dict[Key, Alts] = synonyms
         self.soft: dict[str, tuple[str, ...]] = soft_map
@@ -163,6 +163,23 @@ class Lexicon:
     def imperative(self, word: str) -> bool:
         """Whether *word*, opening a clause, asks for an action ("rerun", "take", "list", "show")."""
         return word in self._openers
+
+
+def _merge(tables: SenseTables, more: SenseTables) -> SenseTables:
+    """*tables* with *more*'s words added: maps merged (a later pack's entry wins), sets joined, a
+    meaning or a word set by *more* replacing the earlier one."""
+    changes: dict[str, object] = {}
+    for f in fields(SenseTables):
+        old, new = getattr(tables, f.name), getattr(more, f.name)
+        if not new:
+            continue
+        if isinstance(new, frozenset):
+            changes[f.name] = old | new
+        elif isinstance(new, Mapping):
+            changes[f.name] = {**old, **new}
+        else:
+            changes[f.name] = new
+    return replace(tables, **changes)  # type: ignore[arg-type]
 
 
 def inflections(word: str) -> Iterator[str]:

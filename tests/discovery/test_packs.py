@@ -175,3 +175,17 @@ async def test_find_tools_differs_with_the_pack_and_the_default_is_none(tmp_path
     assert "move" in found["none"][0].lower()  # the catalog's own words first
     assert any("transfer" in n.lower() for n in found["gh"])  # "move" → transfer: GitHub's meaning
     assert not any("transfer" in n.lower() for n in found["none"])
+
+
+def test_two_packs_merge_their_words() -> None:
+    first = Pack("a", "", vocabulary={("case",): (("ticket",),)},
+                 senses=SenseTables(agents={"star": ("stargazer",)}, branch_names=frozenset({"main"})))
+    second = Pack("b", "", vocabulary={("case",): (("incident",),)},
+                  senses=SenseTables(agents={"watch": ("watcher",)}, branch_names=frozenset({"trunk"}),
+                                     why_not=(("rule",),)))
+    both = Lexicon(SYNONYMS, core().soft, core().hints, (first, second))
+    assert both.packs == ("a", "b")
+    assert both.synonyms[("case",)] == (("incident",),)  # the later pack wins
+    assert both.tables.agents == {"star": ("stargazer",), "watch": ("watcher",)}
+    assert both.tables.branch_names == {"main", "trunk"} and both.tables.why_not == (("rule",),)
+    assert Lexicon(SYNONYMS, core().soft, core().hints, (load("github"),)).tables == load("github").senses
