@@ -177,6 +177,26 @@ async def test_find_tools_differs_with_the_pack_and_the_default_is_none(tmp_path
     assert not any("transfer" in n.lower() for n in found["none"])
 
 
+async def test_a_reload_that_turns_the_pack_off_reads_queries_with_the_core(tmp_path: Path) -> None:
+    from tests.endpoints.test_e2e import endpoint_session
+    from tests.support import config_from, running_gateway
+
+    config = _CONFIG.format(key=_KEY, spec=_spec(tmp_path))
+
+    async def found(gw: Any, name: str) -> list[str]:
+        async with endpoint_session("streamable_http", gw.url, name, _KEY) as session:
+            result = await session.call_tool("find_tools", {"query": _QUERY, "limit": 5})
+            structured: dict[str, Any] = result.structured_content or {}
+            return [t["name"] for t in structured["tools"]]
+
+    async with running_gateway(config, base_dir=str(tmp_path)) as gw:
+        with_pack, without = await found(gw, "gh"), await found(gw, "none")
+        assert with_pack != without
+        await gw.gateway.reload(config_from(config.replace("search: {packs: [github]}", "search: {packs: []}"),
+                                            tmp_path))
+        assert await found(gw, "gh") == without
+
+
 def test_two_packs_merge_their_words() -> None:
     first = Pack("a", "", vocabulary={("case",): (("ticket",),)},
                  senses=SenseTables(agents={"star": ("stargazer",)}, branch_names=frozenset({"main"})))
