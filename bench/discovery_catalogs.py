@@ -26,7 +26,9 @@ tool count, the index build time (a fresh ``CatalogSearch`` over the endpoint's 
 the endpoint's first search or warm-up does) and ``find_tools`` p50 latency, both as the HTTP
 round trip (wall) and as the endpoint's ranking call alone (``CatalogSearch.find``, CPU time).
 Measurement-only sets (box, digitalocean, GitHub's blind-5) are marked ``M``; nothing per query
-is ever printed for them. ``--misses`` prints the misses at 5 of the tuning sets only.
+is ever printed for them. Domain packs (docs/discovery.md): the GitHub endpoint enables its pack
+(``search: {packs: [github]}``); ``github-core`` is the same catalog and set without it (what the
+pack adds); the six other catalogs are served with the general core alone, as any API is. ``--misses`` prints the misses at 5 of the tuning sets only.
 
 Run: ``PYTHONPATH=$PWD .venv/bin/python bench/discovery_catalogs.py [--repeat 3] [--misses]``.
 """
@@ -67,10 +69,16 @@ METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 
 @dataclass(frozen=True)
 class Catalog:
-    name: str  # connector and endpoint name
+    name: str  # endpoint name (and connector name, unless *connector*)
     spec: str  # file under tests/data/openapi
     tasks: str  # file under tests/data/discovery
     measurement_only: bool
+    packs: tuple[str, ...] = ()  # the endpoint's search.packs (domain packs; none: the general core)
+    connector: str = ""  # the connector served, when another row already loads its spec
+
+    @property
+    def source(self) -> str:
+        return self.connector or self.name
 
 
 CATALOGS = (
@@ -80,7 +88,9 @@ CATALOGS = (
     Catalog("vikunja", "vikunja.json.gz", "vikunja-tasks.yaml", False),
     Catalog("digitalocean", "digitalocean.json.gz", "digitalocean-tasks.yaml", True),
     Catalog("box", "box.json.gz", "box-tasks.yaml", True),
-    Catalog("github", "github-api.json.gz", "github-tasks-blind5.yaml", True),
+    Catalog("github", "github-api.json.gz", "github-tasks-blind5.yaml", True, packs=("github",)),
+    # The same GitHub endpoint without its pack: what the pack adds (the general core alone).
+    Catalog("github-core", "github-api.json.gz", "github-tasks-blind5.yaml", True, connector="github"),
 )
 
 CONFIG = """
@@ -100,14 +110,16 @@ def spec_files(catalogs: Iterable[Catalog], tmp: Path) -> dict[str, Path]:
     """The file each connector loads: the spec as published (Swagger 2.0 ones too: the connector
     converts them, connectors/openapi/swagger2.py). ``tmp`` is unused, kept for the callers."""
     del tmp
-    return {c.name: DATA / "openapi" / c.spec for c in catalogs}
+    return {c.source: DATA / "openapi" / c.spec for c in catalogs}
 
 
 def config_text(catalogs: Iterable[Catalog], files: Mapping[str, Path], discovery: str = "search") -> str:
     cats = list(catalogs)
-    connectors = "\n".join(f"  - {{name: {c.name}, type: openapi, spec: \"{files[c.name]}\"}}" for c in cats)
-    endpoints = "\n".join(f"  - {{name: {c.name}, discovery: {discovery}, select: [{{connector: {c.name}}}]}}"
-                          for c in cats)
+    sources = list(dict.fromkeys(c.source for c in cats))
+    connectors = "\n".join(f"  - {{name: {n}, type: openapi, spec: \"{files[n]}\"}}" for n in sources)
+    endpoints = "\n".join(f"  - {{name: {c.name}, discovery: {discovery}, select: [{{connector: {c.source}}}]"
+                          + (f", search: {{packs: [{', '.join(c.packs)}]}}" if c.packs and discovery == "search" else "")
+                          + "}" for c in cats)
     return CONFIG.format(key=KEY, connectors=connectors, endpoints=endpoints)
 
 
@@ -281,7 +293,7 @@ async def measure(gw: Any, http: aiohttp.ClientSession, catalog: Catalog, repeat
             index.find(q, LIMIT)
             cpu.append((time.process_time() - c0) * 1000)
 
-    fresh = CatalogSearch(view)
+    fresh = CatalogSearch(view, packs=catalog.packs)
     t0 = time.perf_counter()
     fresh.refresh()
     build_ms = (time.perf_counter() - t0) * 1000
@@ -317,7 +329,8 @@ def report(results: list[Result], misses: bool, elapsed: float) -> None:
             print(f"{r.catalog.name:14}{'M' if r.catalog.measurement_only else '':>2}{r.tools:>6}{wording:>8}"
                   f"{m['n']:>4}{m['r1']:>10.3f}{m['r5']:>7.3f}{m['b1']:>9.3f}{m['b5']:>7.3f}{m['short']:>6}")
     print("M: measurement-only set (aggregates only); short: find_tools answers with fewer than "
-          f"{LIMIT} tools; github: github-tasks-blind5.yaml (the set kept apart)")
+          f"{LIMIT} tools; github: github-tasks-blind5.yaml (the set kept apart), packs: [github]; "
+          "github-core: the same without the pack")
     print()
     print(f"{'catalog':14}{'tools':>6}{'index build':>13}{'find_tools p50 HTTP':>21}{'rank p50 CPU':>14}"
           f"{'answer p50':>12}")

@@ -94,14 +94,14 @@ async def measure(copies: int, url: str, dim: int, repeat: int, queries: list[st
     corpus = github_corpus("")
     origins = {d.name: (tuple(d.tags.split()), d.path) for d in corpus.docs}
     catalog = _catalog(*((GitHub(f"gh{i}", corpus.tools, origins), f"gh{i}_") for i in range(copies)))
-    lexical = CatalogSearch(catalog)
+    lexical = CatalogSearch(catalog, packs=("github",))
     lexical.refresh()
     out: dict[str, Any] = {"tools": len(lexical.prints)}
 
     config = EmbeddingsConfig(url=url, model="stub", dimensions=dim, batch=256, index_timeout_s=120,
                               query_cache=4096)
     semantic = Semantic(config, "bench", env={})
-    hybrid = CatalogSearch(catalog, semantic)
+    hybrid = CatalogSearch(catalog, semantic, packs=("github",))
     hybrid.refresh()
     t0 = time.perf_counter()
     embedded = await hybrid.embed()
@@ -133,7 +133,7 @@ async def recall(url: str, args: argparse.Namespace) -> int:
     config = EmbeddingsConfig(url=url, model=args.model, api_key_env=args.api_key_env, dimensions=args.dimensions,
                               batch=128, timeout_s=30, index_timeout_s=120, query_cache=0)
     semantic = Semantic(config, "bench")
-    search = CatalogSearch(catalog, semantic)
+    search = CatalogSearch(catalog, semantic, packs=("github",))
     search.refresh()
     await search.embed()
     if len(semantic.store) != len(search.prints):

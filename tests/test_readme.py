@@ -66,6 +66,8 @@ def test_readme_config_reference_shows_the_operational_keys() -> None:
     assert {"spill_path", "store", "flush_interval_s"} <= set(raw["audit"])
     assert "inherit_env" in by_type["mcp"] and "max_concurrency" in by_type["sql"]
     assert {"backend", "on_backend_error"} <= set(raw["rate_limits"])
+    # A search endpoint's domain packs (docs/discovery.md): opt-in, so written out where it is shown.
+    assert any((e.get("search") or {}).get("packs") for e in raw["endpoints"] if e.get("discovery") == "search")
 
 
 def test_readme_links_stay_inside_the_repository() -> None:

@@ -36,26 +36,25 @@ from dataclasses import dataclass, field
 
 from gateway.discovery.words import split_words
 
-__all__ = ["Arguments", "tokens", "HINTS"]
+__all__ = ["Arguments", "tokens", "HINTS", "KINDS"]
 
-# What a value of each kind hints at (soft concepts: a bonus in a tool's name or title).
+# What a value of each kind hints at (soft concepts: a bonus in a tool's name or title): the core's,
+# true of any API (a user's handle, an e-mail address, a path, a version). A domain pack adds what
+# a value means in its world (the GitHub pack: owner/name → a repository, a SHA → a commit, "#N"
+# → an issue or a pull request); a kind with no hint is still a value, taken out of the words.
 HINTS: dict[str, tuple[str, ...]] = {
-    "repository": ("repository", "repo"),
-    "version": ("tag", "release", "version"),
+    "version": ("version",),
     "user": ("user", "username"),
-    "domain": ("domain", "cname", "url"),
-    # A URL given as a value is mostly where something is sent: a webhook's (or callback's) target.
-    "url": ("url", "webhook", "hook"),
+    "domain": ("domain", "url"),
+    "url": ("url",),
     "email": ("email",),
-    "sha": ("commit", "sha", "ref"),
-    "path": ("content", "file", "path"),
-    "setting": ("variable", "secret", "config"),
-    # A published advisory's id (GHSA-xxxx-xxxx-xxxx, CVE-2024-3094): an advisory asked about.
-    "advisory": ("advisory", "advisories", "vulnerability"),
+    "path": ("file", "path"),
+    "setting": ("variable", "config"),
     "one": ("get",),
-    # "#482", "merge #99": the number of an issue or a pull request (how trackers write them).
-    "ticket": ("issue", "pull"),
 }
+# Every kind of value :func:`tokens` finds (a soft hint's ``said`` when a lexicon hints at it).
+KINDS = frozenset({"repository", "version", "user", "domain", "url", "email", "sha", "path", "setting",
+                   "advisory", "one", "ticket"})
 
 _TOKEN = re.compile(r"""
     (?P<quoted>(?<!\w)"[^"]+"|(?<!\w)'[^']+'(?!\w)|`[^`]+`|“[^”]+”|‘[^’]+’)

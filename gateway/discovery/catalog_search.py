@@ -19,7 +19,7 @@ lexical back-fill, below everything fused).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from gateway.discovery.index import SearchHit, SearchIndex, ToolDoc, doc_from_tool
@@ -34,9 +34,9 @@ __all__ = ["CatalogSearch"]
 
 
 class CatalogSearch:
-    def __init__(self, catalog: Catalog, semantic: Semantic | None = None) -> None:
+    def __init__(self, catalog: Catalog, semantic: Semantic | None = None, packs: Iterable[str] = ()) -> None:
         self.catalog = catalog
-        self.index = SearchIndex()
+        self.index = SearchIndex(packs)  # packs: the domain packs the endpoint enabled (search.packs)
         self.semantic = semantic  # replaceable (a reload that changes the endpoint's embeddings)
         self._seen: Snapshot | None = None
         self._docs: dict[str, tuple[dict[str, Any], ToolDoc]] = {}  # name → (wire it was made from, doc)

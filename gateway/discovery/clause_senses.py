@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gateway.discovery.lexicon import Alts
 from gateway.discovery.sense_words import (
     CLAUSE_END,
     DETERMINERS,
@@ -62,19 +63,19 @@ def purpose(words: list[str], i: int, out: Senses) -> bool:
 _MESSAGING = frozenset("tell inform notify remind let".split())
 
 
-def message(words: list[str], i: int, out: Senses) -> bool:
+def message(words: list[str], i: int, out: Senses, alts: Alts) -> bool:
     """"tell the reporter on issue 88 that 2.4.1 ships the fix", "let the author of PR 8 know that
     the tests need a fixture": telling people something on a thread is posting a comment there.
     The verb asks for a comment; what it says (the "that" clause) is no word of the request; the
     words between say where. False without "that" ("tell bob to review it" asks for a review)."""
-    if words[i] not in _MESSAGING or words[i + 1:i + 2] in (["me"], ["us"]):
+    if not alts or words[i] not in _MESSAGING or words[i + 1:i + 2] in (["me"], ["us"]):
         return False
     know = None
     for j in range(i + 2, min(len(words), i + 10)):
         if words[i] == "let" and words[j] == "know" and know is None:
             know = j  # "let bob know (on PR 19) that ...": "know" is part of the verb
         elif words[j] == "that" and (words[i] != "let" or know is not None):
-            out.alts[i] = (("comment", "reply"), ("create",))
+            out.alts[i] = alts
             out.skip.update(range(j, clause(words, j + 1).stop))
             if know is not None:
                 out.skip.add(know)
@@ -145,8 +146,6 @@ def field_list(words: list[str], j: int) -> range:
 
 
 _ABLE = frozenset("can may could".split())
-# Verbs whose "who can ..." is answered by a permission, not by the people who did it.
-_GUARDED = frozenset("merge approve dismiss delete bypass deploy release publish".split())
 
 
 # Verbs that tell someone or something that a thing happened: "ping", "email me", "notify".
@@ -154,12 +153,12 @@ _NOTIFYING = frozenset("ping email notify alert tell message post send call hit 
 _WHENEVER = frozenset("when whenever every each anytime".split())
 
 
-def event(words: list[str], out: Senses) -> None:
+def event(words: list[str], out: Senses, alts: Alts) -> None:
     """"ping our chat server whenever someone opens an issue", "email me when a new release comes
     out": being told each time something happens is a webhook or a subscription. The clause after
     "when"/"whenever"/"every time" names the event: its words are soft hints (which event), none
     of them is asked for ("opens" asks to create nothing)."""
-    if not words or (words[0] not in _NOTIFYING and words[0] not in _WHENEVER):
+    if not alts or not words or (words[0] not in _NOTIFYING and words[0] not in _WHENEVER):
         return
     for i in range(len(words) - 2):
         if words[i] not in _WHENEVER or words[i] in ("every", "each") and words[i + 1] != "time":
@@ -171,7 +170,7 @@ def event(words: list[str], out: Senses) -> None:
             return  # "when was acme/api last pushed to": a question, no event
         # Being told from now on is set up once: a hook or a subscription created; the verb of
         # telling ("ping", "email") is how, not what ("ping a webhook" is another operation).
-        out.alts[i] = (("webhook", "hook", "subscription", "event"), ("create", "set"))
+        out.alts[i] = alts
         out.skip.update((tell, *range(i + 1, start)))
         out.values.update(k for k in clause(words, start) if k != tell and (i or k < tell))
         return
@@ -225,12 +224,12 @@ def revoke(words: list[str], i: int, out: Senses) -> bool:
     return False
 
 
-def permission(words: list[str], i: int, out: Senses) -> None:
+def permission(words: list[str], i: int, out: Senses, guarded: frozenset[str], alts: Alts) -> None:
     """"who can merge into main", "who may approve PRs on acme/api": who is allowed to is a rule
     (a protection, a restriction) or a permission, not the act itself. "who can push" needs no
     rule: the map reads "push" as the permission already. *i* is the modal's index."""
     if words[i] not in _ABLE or not i or words[i - 1] not in ("who", "whom"):
         return
     i += 1
-    if i < len(words) and words[i] in _GUARDED and i not in out.alts:
-        out.alts[i] = (("permission", "protection", "restriction", "access"),)
+    if alts and i < len(words) and words[i] in guarded and i not in out.alts:
+        out.alts[i] = alts

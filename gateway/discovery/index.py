@@ -29,6 +29,8 @@ from typing import Any
 
 from gateway.discovery.concepts import Query
 from gateway.discovery.intent import Intent, agreement, tool_kind
+from gateway.discovery.lexicon import Lexicon
+from gateway.discovery.packs import lexicon
 from gateway.discovery.query import parse
 from gateway.discovery.rank import HeadIndex, Profile, profile, rerank
 from gateway.discovery.tools import MAX_LIMIT, MAX_QUERY
@@ -140,7 +142,10 @@ def _quote(phrase: str) -> str:
 class SearchIndex:
     """An in-memory FTS5 index of tools; see the module docstring for the contract."""
 
-    def __init__(self) -> None:
+    def __init__(self, packs: Iterable[str] = ()) -> None:
+        # The words queries are read with: the core and the domain packs enabled (none by default;
+        # replaceable: the index does not depend on it).
+        self.lexicon: Lexicon = lexicon(packs)
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
         cols = ", ".join(_COLUMNS)
         self._db.execute(f"CREATE VIRTUAL TABLE tools USING fts5({cols}, tokenize='porter unicode61')")
@@ -211,7 +216,7 @@ class SearchIndex:
         always has a second choice. Scores never rise down the list."""
         limit = max(1, min(int(limit), MAX_LIMIT))
         query = query[:MAX_QUERY]
-        parsed = parse(query, self._heads.names)
+        parsed = parse(query, self._heads.names, self.lexicon)
         if not parsed.intent.strong and parsed.lead:
             # "star the repo", "block a spammer": a sentence that opens with one of the catalog's
             # own verbs asks for what that verb does there.

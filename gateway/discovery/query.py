@@ -3,7 +3,7 @@
 :func:`parse` takes out the values a caller will pass (:mod:`.arguments`), drops a frame that
 asks nothing (:mod:`.fillers`), reads the words whose sense depends on their place
 (:mod:`.senses`), then finds the longest known phrases of the vocabulary map
-(:mod:`.vocabulary`, through :mod:`.lookup`): each becomes a :class:`~.concepts.Concept`, the
+(:mod:`.vocabulary` and the endpoint's packs, through a :class:`~.lexicon.Lexicon`): each becomes a :class:`~.concepts.Concept`, the
 caller's word plus the spec words meaning the same. It adds the soft hints (:mod:`.soft`; one item
 or a list, a yes/no check, the values' hints) and the intent (:mod:`.intent`). :func:`expand` is
 the concepts alone.
@@ -15,23 +15,15 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from gateway.discovery.arguments import HINTS, tokens
+from gateway.discovery.arguments import tokens
 from gateway.discovery.clauses import split_context
 from gateway.discovery.concepts import VERBS, Concept, Query
 from gateway.discovery.fillers import ONE_ITEM, STOPWORDS, frame
 from gateway.discovery.intent import READ, WRITE, Intent, is_question, query_intent
-from gateway.discovery.lookup import (
-    MAX_KEY,
-    VERB_FORMS,
-    imperative,
-    inflections,
-    known,
-    lookup,
-    ordinary,
-    phrasal,
-)
+from gateway.discovery.lexicon import Lexicon, inflections
+from gateway.discovery.packs import core
 from gateway.discovery.senses import senses
-from gateway.discovery.soft import NAME_HINT, SOFT
+from gateway.discovery.soft import NAME_HINT
 
 __all__ = ["parse", "expand"]
 
@@ -39,16 +31,19 @@ __all__ = ["parse", "expand"]
 _PLUS_ONE = re.compile(r"(?<![\w+-])[+-]1(?:'?d|'?s|ed|ing)?(?!\w)")
 
 
-def parse(query: str, named: Callable[[str], bool] | None = None) -> Query:
+def parse(query: str, named: Callable[[str], bool] | None = None, lexicon: Lexicon | None = None) -> Query:
     """The concepts, soft hints and intent of *query*; *named* (optional) says whether the catalog
     names a tool with a word (no person is called "issue" or "webhook"). A scene set before the
     request ("CI went green on 1507, squash it in") keeps its things, which the request may point
-    back to ("it"), but asks for none of its actions or states, and says nothing of the intent."""
-    context, request = split_context(query, imperative)
-    asked = _parse(request, named)
+    back to ("it"), but asks for none of its actions or states, and says nothing of the intent.
+    *lexicon* is what the words are read with: the core and the endpoint's packs (default: the
+    core alone, :func:`gateway.discovery.packs.core`)."""
+    lex = lexicon or core()
+    context, request = split_context(query, lex.imperative)
+    asked = _parse(request, named, lex)
     if not context:
         return asked
-    scene = _parse(_LINKED.sub(r"\1", context), named)
+    scene = _parse(_LINKED.sub(r"\1", context), named, lex)
     said = {c.phrases for c in asked.concepts}
     things = tuple(c for c in scene.concepts if not c.verb and not c.participle and c.phrases not in said)
     hints = {c.phrases: c for c in asked.soft}
@@ -67,18 +62,20 @@ _LINKED = re.compile(r"(?<!there\s)\b(is|are|was|were|went|got|turned|became|bec
 _COMPUTED = frozenset({"(plural)", "(one)", "(yes/no)"})
 
 
-def _parse(query: str, named: Callable[[str], bool] | None) -> Query:
-    query = _PLUS_ONE.sub(" upvote ", query)  # "+1'd", "-1": a reaction, not the number 1
-    args = tokens(query, ordinary)
+def _parse(query: str, named: Callable[[str], bool] | None, lex: Lexicon) -> Query:
+    tables = lex.tables
+    if tables.plus_one:
+        query = _PLUS_ONE.sub(f" {tables.plus_one} ", query)  # "+1'd", "-1": a reaction, not the number 1
+    args = tokens(query, lex.ordinary)
     words = [w for w in args.words if not w.isdigit()]  # a count left in ("top 10") asks nothing
     words = words[frame(words):]  # "how do I delete a branch" asks to delete a branch
-    sense = senses(words, known, phrasal, named)
-    if "version" in args.kinds:
-        # "delete tag v3.0.0-rc1", "tag commit 9fceb02 as v0.9.1": with a version, a tag is git's
-        # (a ref), not an issue's label.
-        sense.alts.update({k: (("tag", "ref"), ("create",)) if k == 0 else (("tag", "ref"),)  # "tag X as v1": make one
+    sense = senses(words, lex.known, lex.phrasal, named, tables)
+    if "version" in args.kinds and tables.versioned:
+        # "delete tag v3.0.0-rc1", "tag commit 9fceb02 as v0.9.1": with a version, what a word
+        # means in the pack's world (a tag is git's: a ref); opening the request it makes one.
+        sense.alts.update({k: tables.versioned[w] + (("create",),) if k == 0 else tables.versioned[w]
                            for k, w in enumerate(words)
-                           if w in ("tag", "tags") and k not in sense.alts and k not in sense.skip})
+                           if w in tables.versioned and k not in sense.alts and k not in sense.skip})
     special = sense.skip | sense.values | sense.states | sense.fields | set(sense.alts)
     out: list[Concept] = []
     hints: list[str] = []  # words that may carry a soft hint: not those of a phrase asking nothing
@@ -110,17 +107,17 @@ def _parse(query: str, named: Callable[[str], bool] | None) -> Query:
             hints.append(words[i])
             i += 1
             continue
-        undo = _undo(out, words, i)
+        undo = _undo(out, words, i, lex.verb_forms)
         if undo is not None:
             out.extend(undo)
             hints.append(words[i])
             i += 1
             continue
-        longest = min(MAX_KEY, len(words) - i)
+        longest = min(lex.max_key, len(words) - i)
         longest = next((n for n in range(1, longest) if i + n in special), longest)
         for n in range(longest, 0, -1):
             key = tuple(words[i:i + n])
-            alts, participle = lookup(key)
+            alts, participle = lex.lookup(key)
             participle = participle or i in sense.outcomes  # "so we can force push": a state to reach
             if alts is not None:
                 said = " ".join(key)
@@ -154,15 +151,15 @@ def _parse(query: str, named: Callable[[str], bool] | None) -> Query:
     # "repositories owned by user sindresorhus": someone else's, not the caller's own.
     others = {w for k, w in enumerate(words[:-2]) if w in ("own", "owned") and words[k + 1] == "by"
               and words[k + 2] not in ("me", "us", "myself", "i")}
-    soft = {SOFT[w]: w for w in hints if w in SOFT and w not in others}
+    soft = {lex.soft[w]: w for w in hints if w in lex.soft and w not in others}
     soft.update({(v,): v for v in values})
-    if "path" in args.kinds and words and words[0] in _COMMITTING:
+    if tables.committed_file and "path" in args.kinds and words and words[0] in _COMMITTING:
         # "commit an updated package.json to main", "push README.md": a file's contents written.
-        kept.append(Concept("(file)", ("content", "contents", "file")))
+        kept.append(Concept("(file)", tables.committed_file))
     if not any(not c.verb and not c.answer for c in kept):
         # "details of GHSA-jfh8-c2jp-5v3q", "the severity and affected versions of CVE-2024-3094":
         # no thing but a value, so what the value is (an advisory, a commit) is what is asked about.
-        kept.extend(Concept(f"({k})", HINTS[k]) for k in dict.fromkeys(args.kinds) if k != "one")
+        kept.extend(Concept(f"({k})", lex.hints[k]) for k in dict.fromkeys(args.kinds) if k != "one" and k in lex.hints)
     if sense.names and not any(set(c.phrases) & set(NAME_HINT) for c in kept):
         # "what repos does octocat have": the name stands for a user, a thing the tool is about.
         kept.append(Concept("(name)", NAME_HINT))
@@ -177,7 +174,7 @@ def _parse(query: str, named: Callable[[str], bool] | None) -> Query:
     if intent.kind != READ:
         # "update the title and body of issue 5": a write's fields are what it sets, not answers.
         kept = [replace(c, answer=False) if c.answer else c for c in kept]
-    soft.update({HINTS[k]: k for k in args.kinds if k != "one"})
+    soft.update({lex.hints[k]: k for k in args.kinds if k != "one" and k in lex.hints})
     # "who starred", "who are ..." ask for people (several; "who is" for one); a plural thing asks
     # for a collection.
     plural = sense.people or words[:2] == ["who", "are"] or any(_plural(c.said) for c in kept if not c.verb and not c.answer) \
@@ -190,7 +187,7 @@ def _parse(query: str, named: Callable[[str], bool] | None) -> Query:
         soft[("check",)] = "(yes/no)"
     elif intent.kind == READ and (any(w in ONE_ITEM for w in words) or (one and not plural)):
         # "details of ...", "workflow run 123": that one thing, not a list ("PR 12's comments" is).
-        soft[HINTS["one"]] = "(one)"
+        soft[lex.hints["one"]] = "(one)"
     elif intent.kind == READ and plural:
         # A read of plural things ("the PRs still open", "recent commits") asks for a collection.
         soft[("list",)] = "(plural)"
@@ -207,7 +204,7 @@ _ARTICLES = frozenset("a an the this that".split())
 _STOP_DOING = frozenset({"stop", "quit", "cease"})
 
 
-def _undo(out: list[Concept], words: list[str], i: int) -> list[Concept] | None:
+def _undo(out: list[Concept], words: list[str], i: int, verb_forms: frozenset[str]) -> list[Concept] | None:
     """"stop following", "quit watching": the un-action of the -ing verb after "stop" (unfollow,
     delete the subscription), replacing the "cancel" that "stop" alone means (edits *out*)."""
     if i == 0 or words[i - 1] not in _STOP_DOING or not words[i].endswith("ing") or len(words[i]) < 6:
@@ -215,7 +212,7 @@ def _undo(out: list[Concept], words: list[str], i: int) -> list[Concept] | None:
     if out and out[-1].said == words[i - 1]:
         out.pop()
     forms = list(inflections(words[i]))
-    base = next((f for f in forms if f in VERB_FORMS), forms[0] if forms else words[i])
+    base = next((f for f in forms if f in verb_forms), forms[0] if forms else words[i])
     said = f"{words[i - 1]} {words[i]}"
     return [Concept(said, ("un" + base, "delete", "remove", "disable")), Concept(words[i], (words[i], base))]
 
@@ -224,6 +221,6 @@ def _plural(word: str) -> bool:
     return len(word) > 2 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
 
 
-def expand(query: str) -> list[Concept]:
+def expand(query: str, lexicon: Lexicon | None = None) -> list[Concept]:
     """The concepts of *query*: longest synonym keys first, stop words dropped, order kept."""
-    return list(parse(query).concepts)
+    return list(parse(query, lexicon=lexicon).concepts)

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gateway.discovery.arguments import HINTS
+from gateway.discovery.arguments import KINDS
 from gateway.discovery.concepts import Concept, Query
 from gateway.discovery.intent import agreement
 from gateway.discovery.words import split_words, stem
@@ -60,7 +60,7 @@ _SOFT_BONUS = 0.1
 _HEAD_CAP = 400
 _NAMESPACE_SHARE = 0.5
 _DEPRECATED_PENALTY = 0.1
-VALUE_KINDS = frozenset(HINTS) - {"one", "repository"}  # soft hints that name what a value is
+VALUE_KINDS = KINDS - {"one", "repository"}  # soft hints that name what a value is
 # The plain verbs of each kind, for a query whose verb says only its kind ("get the org").
 _PLAIN = {"read": ("get", "list"), "write": ("creat", "updat"), "delete": ("delet",)}
 # The owners an operation can be scoped to in its name ("list-for-user", "list-for-authenticated-user").

@@ -17,7 +17,7 @@ share and :class:`Senses` in :mod:`.sense_words`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from gateway.discovery.clause_senses import (
     duration,
@@ -29,6 +29,7 @@ from gateway.discovery.clause_senses import (
     purpose,
     revoke,
 )
+from gateway.discovery.lexicon import Alts, SenseTables
 from gateway.discovery.sense_words import (
     CLAUSE_END,
     DETERMINERS,
@@ -45,33 +46,14 @@ from gateway.discovery.sense_words import (
 
 __all__ = ["Senses", "senses"]
 
+_NO_TABLES = SenseTables()  # the core alone: no domain's words
+
 # Words that make "open" describe a state: "list open PRs", "PRs still open".
 _STATE_BEFORE = DETERMINERS | READING | frozenset("still currently are is were was remain stay "
                                                   "of with without for in and or not".split())
 _MAKE_CREATE = frozenset("a an new another some one me us".split())  # "make a repo", "make me a gist"
 # Verbs whose "to ..." is the new value: "set the default branch to develop", "rename it to api".
 _SETTERS = frozenset("set change switch rename update flip turn point".split())
-# "who starred the repo" asks for the stargazers: the people who do what the verb says.
-_AGENTS: dict[str, tuple[str, ...]] = {
-    "star": ("stargazer", "star"),
-    "watch": ("watcher", "subscriber", "subscription"),
-    "follow": ("follower",),
-    "fork": ("fork",),
-    "assign": ("assignee",),
-    "review": ("reviewer", "review"),
-    "approve": ("review", "reviewer", "approval"),
-    "contribute": ("contributor",),
-    "sponsor": ("sponsor",),
-    "collaborate": ("collaborator",),
-    "change": ("commit", "author"),  # who changed / edited / touched a file: its commits' authors
-    "edit": ("commit", "author"),
-    "modify": ("commit", "author"),
-    "touch": ("commit", "author"),
-    "commit": ("commit", "author", "committer"),
-    "push": ("activity", "activities", "push"),  # who pushed (to main): the repository's activity log
-    "write": ("commit", "author"),
-    "wrote": ("commit", "author"),
-}
 _PARTICLES = frozenset("out off on up down back over away".split())
 _NAMING = frozenset("called named titled".split())
 _PEOPLE = frozenset("user users member members person people collaborator account login username".split())
@@ -80,10 +62,6 @@ _PEOPLE_VERBS = frozenset("invite kick block unblock ban unban follow unfollow a
                           "demote ping mention onboard offboard".split())
 # "what repos does octocat have", "which orgs does alice belong to": the subject is a name.
 _POSSESSING = frozenset("have own belong maintain use follow star watch contribute".split())
-# The conventional names of long-lived branches: after "on", "into", "to", "branch" they name one.
-_BRANCH_NAMES = frozenset("main master develop development trunk".split())
-# The conventional names of deployment environments: "deployed *to production*" names one.
-_ENVIRONMENT_NAMES = frozenset("production prod staging stage qa dev uat canary preview".split())
 _ENVIRONMENT = frozenset("environment environments env envs".split())
 _ASKING = frozenset("check see verify confirm know ask tell".split())
 _YES_NO = frozenset("is are was were does do did has have can".split())
@@ -110,8 +88,6 @@ _LOCATORS = frozenset("on in from of into to against".split())
 _SUBORDINATORS = frozenset("before after once until".split())
 # Indefinite subjects of a later act: "... before *anything* merges", "until *anyone* pushes".
 _ANYONE = frozenset("anything anyone anybody everything everyone everybody something it".split())
-# Repository roles, named right after who gets them: "give the team *write* on the repo".
-_ROLES = frozenset("read write admin maintain triage push pull".split())
 _ROLE_AFTER = frozenset("on to access rights permission permissions role over for".split())
 # Having a role: "does liam have *write*", "has *admin* on", "with just *read* on".
 _HAVING = frozenset("have has had got get gets with just only".split())
@@ -119,11 +95,13 @@ _HAVING = frozenset("have has had got get gets with just only".split())
 
 def senses(words: list[str], known: Callable[[str], bool],
            phrasal: Callable[[tuple[str, ...]], tuple[tuple[str, ...], ...] | None],
-           named: Callable[[str], bool] | None = None) -> Senses:
+           named: Callable[[str], bool] | None = None, tables: SenseTables = _NO_TABLES) -> Senses:
     """The senses of *words* (lower-case, as :func:`~gateway.discovery.words.split_words` gives);
     *known* says whether a word is the vocabulary's (stop word, map key or spec verb), *phrasal*
     gives the map's meaning of a two-word phrasal verb ("kick out") or None, *named* (optional)
-    whether the catalog names a tool with the word: "assign *issue* 5" has no person's name."""
+    whether the catalog names a tool with the word: "assign *issue* 5" has no person's name;
+    *tables* the enabled domain packs' words and meanings (none: the rules that need them do not
+    fire)."""
     def common(word: str) -> bool:
         return known(word) or (named is not None and named(word))
 
@@ -141,7 +119,7 @@ def senses(words: list[str], known: Callable[[str], bool],
         if joining(words, i, common, out):
             continue  # "put her on the on-call team", "add bob to the platform team": a membership
         split = _split_phrasal(words, i, phrasal)
-        sense = _object_sense(words, i)
+        sense = _object_sense(words, i, tables.object_senses)
         if sense:
             # "clear my notifications" marks them read, "lock main" protects a branch, "hand
             # ticket 77 over to jdoe" assigns it: the verb's sense depends on its object.
@@ -156,9 +134,9 @@ def senses(words: list[str], known: Callable[[str], bool],
         elif word in _ASKING and after in ("if", "whether"):
             out.skip.update((i, i + 1))  # "check if the branch is protected": a yes/no question
             out.yes_no = True
-        elif word in _ENVIRONMENT_NAMES and before in ("to", "on", "in", "into") and after not in _ENVIRONMENT:
+        elif word in tables.environment_names and before in ("to", "on", "in", "into") and after not in _ENVIRONMENT:
             out.values.add(i)  # "what's deployed to production": which environment, a value of the call
-        elif word in _BRANCH_NAMES and (before in PREPOSITIONS or before in ("branch", "off", "rename")):
+        elif word in tables.branch_names and (before in PREPOSITIONS or before in ("branch", "off", "rename")):
             out.values.add(i)  # "recent commits on main", "rename master to main": a branch's name
         elif word == "off" and after and not phrasal((before, word)):
             out.skip.add(i)  # "a branch off main", "bob off the team": from, not "turn off"
@@ -171,14 +149,14 @@ def senses(words: list[str], known: Callable[[str], bool],
             # "a token we found in public code": a description of the thing, not the request; a
             # verb the vocabulary knows says its state and is kept ("a package someone deleted").
             out.skip.update(range(i + 1, clause(words, i).stop))
-        elif word in _REQUESTING and _request(words, i, common, out):
+        elif word in _REQUESTING and tables.review_request and _request(words, i, common, out, tables):
             pass  # "ask alice and the platform team to look at my PR"
         elif word == "branch" and i > 2 and words[i - 2] in DETERMINERS and words[i - 3] in _LOCATORS \
                 and words[i - 1] not in _BRANCH_STATES and not phrasal((words[i - 1], word)):
             # "on the staging branch", "from the feature-x branch": which branch, a value of the
             # call; not "on the default branch" (a key of its own) or "the protected branch".
             out.values.update((i - 1, i))
-        elif word == "branch" and i > 1 and before in _BRANCH_NAMES and i - 1 in out.values:
+        elif word == "branch" and i > 1 and before in tables.branch_names and i - 1 in out.values:
             out.values.add(i)  # "commits on the main branch": the branch names where, not what
         elif word in ("open", "opened", "new") and _adjective(word, before, after):
             out.states.add(i)
@@ -188,12 +166,12 @@ def senses(words: list[str], known: Callable[[str], bool],
             out.skip.update((i, i + 1))  # "before merging, I want ...": when, not what
         elif duration(words, i, out):
             pass  # "let only collaborators comment for 24 hours": how long, not the hours of a day
-        elif word in _ROLES and before in _HAVING and (not after or after in _ROLE_AFTER or after in ("or", "and")):
-            out.alts[i] = (("permission", "role"),)  # "does liam have write or just read on ...": a role
-        elif i == 0 and (word in _REACTING or word == "thumbs" and after in ("up", "down")):
+        elif word in tables.roles and before in _HAVING and (not after or after in _ROLE_AFTER or after in ("or", "and")):
+            out.alts[i] = tables.role  # "does liam have write or just read on ...": a role
+        elif tables.reaction and i == 0 and (word in tables.reactions or word == "thumbs" and after in ("up", "down")):
             # "thumbs-up issue #12", "+1 that comment", "heart the release": a reaction used as a
             # verb at the start of a request gives one.
-            out.alts[i] = (("reaction",), ("create",))
+            out.alts[i] = tables.reaction
             if word == "thumbs":
                 out.skip.add(i + 1)
         elif word in ("find", "locate") and after in ("the", "this", "that", "my", "our") and i + 2 < n \
@@ -201,13 +179,13 @@ def senses(words: list[str], known: Callable[[str], bool],
             out.alts[i] = (("get",),)  # "find the release for tag v1.2.0": look one item up, not a search
         elif revoke(words, i, out):
             pass  # "stop repo acme/old from reading the org secret": take its access away
-        elif word == "why" and any(w in ("t", "not", "cannot") for w in words[i + 1:i + 4]):
+        elif tables.why_not and word == "why" and any(w in ("t", "not", "cannot") for w in words[i + 1:i + 4]):
             # "why can't I push to release/1.x", "why won't it merge": what stops it is a rule or a
             # permission, not a failed run's logs (the map's "why").
-            out.alts[i] = (("protection", "rule", "permission"),)
+            out.alts[i] = tables.why_not
         elif purpose(words, i, out):
             pass  # "clear the stale review on PR 61 *so it can merge*": what for, not what
-        elif message(words, i, out):
+        elif message(words, i, out, tables.message):
             pass  # "tell the reporter on issue 88 that 2.4.1 ships the fix": a comment to post
         elif i > 1 and word in _SUBORDINATORS and (after in SUBJECTS or after in _ANYONE) and i + 2 < n:
             # "... a key to encrypt a value *before I store* it as a secret": the later act says
@@ -217,8 +195,8 @@ def senses(words: list[str], known: Callable[[str], bool],
                 out.skip.add(i + 3)
         elif word in ("nobody", "noone") and after not in MODALS:
             out.skip.update(clause(words, i))  # "PRs that nobody has reviewed": not asked to review
-        elif word in _ROLES and after in _ROLE_AFTER and (before in _ASKED or i - 1 in out.values):
-            out.alts[i] = (("permission", "role"),)  # "give the team write on the repo": a role, not an act
+        elif word in tables.roles and after in _ROLE_AFTER and (before in _ASKED or i - 1 in out.values):
+            out.alts[i] = tables.role  # "give the team write on the repo": a role, not an act
         elif word == "make" and after and after not in _MAKE_CREATE:
             # "make the repo public", "make carol an admin": set a property or a role.
             out.alts[i] = (("set", "update"),)
@@ -261,12 +239,12 @@ def senses(words: list[str], known: Callable[[str], bool],
         if word in _SETTERS and after != "up" and before not in DETERMINERS:  # not "a change to"
             _new_value(words, i, out)
     if words and words[0] in ("who", "whom") and n > 1:
-        _agent(words, 1, known, out)
-    event(words, out)  # "ping our chat server whenever someone opens an issue": a hook
+        _agent(words, 1, known, out, tables.agents)
+    event(words, out, tables.subscription)  # "ping our chat server whenever someone opens an issue": a hook
     for i in range(1, n - 1):
         if words[i] == "who" and words[i - 1] in GROUPS:
-            _agent(words, i + 1, known, out)  # "list everyone who watches acme/api": the watchers
-        permission(words, i, out)  # "who can merge into main": a rule on merging
+            _agent(words, i + 1, known, out, tables.agents)  # "list everyone who watches acme/api": the watchers
+        permission(words, i, out, tables.guarded, tables.guard)  # "who can merge into main": a rule on merging
     for j, word in enumerate(words):
         if word == "of":
             out.fields.update(i for i in field_list(words, j) if i not in out.skip and i not in out.values)
@@ -286,7 +264,7 @@ def _past(word: str) -> bool:
     return word in _IRREGULAR_PAST or (len(word) > 4 and word.endswith("ed") and not word.endswith("eed"))
 
 
-def _request(words: list[str], i: int, common: Callable[[str], bool], out: Senses) -> bool:
+def _request(words: list[str], i: int, common: Callable[[str], bool], out: Senses, tables: SenseTables) -> bool:
     """"ask alice and the platform team to look at my PR": asking people to look at something is
     requesting their review. Marks the verb (request), the names before "to" (people) and the
     looking verb (review); False when the sentence is not of that shape."""
@@ -303,8 +281,8 @@ def _request(words: list[str], i: int, common: Callable[[str], bool], out: Sense
                 look += 2  # "to take a look at", "to have another look at": the noun is the verb
             if words[look] not in _LOOKING or not any(w in _ASKED or not common(w) for w in between):
                 return False  # "ping the webhook to see if it works" asks no person
-            out.alts[i] = (("request", "requested reviewers", "reviewer"),)
-            out.alts[look] = (("review", "reviewer"),)
+            out.alts[i] = tables.review_request
+            out.alts[look] = tables.review
             out.skip.update(range(j, look))
             if look + 1 < len(words) and words[look + 1] in ("at", "over", "through"):
                 out.skip.add(look + 1)
@@ -316,34 +294,8 @@ def _request(words: list[str], i: int, common: Callable[[str], bool], out: Sense
     return False
 
 
-_REACTING = frozenset("upvote downvote heart".split())
 # Words after which a description asks to search: "find the file *that* calls deprecated_api()".
 _WHO_WHICH = frozenset("that which who where whose mentioning containing with matching".split())
-
-
-# Verbs whose sense depends on the kind of thing they act on (the object's singular form).
-_OBJECT_SENSES: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
-    **{(verb, thing): (("mark as read", "mark", "read"),)
-       for verb in ("clear", "dismiss", "empty") for thing in ("notification", "inbox", "alert")
-       if (verb, thing) != ("dismiss", "alert")},
-    **{("lock", thing): (("protection",), ("update", "set")) for thing in ("branch", "main", "master", "trunk")},
-    **{(verb, thing): (("assign", "assignee"),) for verb in ("hand", "pass", "give", "reassign")
-       for thing in ("ticket", "issue", "bug", "task", "pr", "pull", "incident")},
-    # "close the conversation on PR 5" locks it; "reopen the conversation" unlocks it.
-    **{(verb, thing): (("lock",),) for verb in ("close", "end", "hide", "freeze", "shut")
-       for thing in ("conversation", "discussion", "thread")},
-    **{(verb, thing): (("unlock",),) for verb in ("reopen", "unfreeze", "resume")
-       for thing in ("conversation", "discussion", "thread")},
-    # "bring back the hotfix branch someone deleted": a deleted branch or tag is created again (a
-    # ref), not restored (a package is).
-    **{(verb, thing): (("create",), ("ref", "reference")) for verb in ("bring", "restore", "recover", "undelete",
-                                                                      "resurrect", "recreate")
-       for thing in ("branch", "tag")},
-    # "clear the stale changes-requested on PR 61", "withdraw my approval": a submitted review is
-    # dismissed, not deleted.
-    **{(verb, thing): (("dismiss",), ("review",)) for verb in ("clear", "lift", "withdraw", "retract", "overrule")
-       for thing in ("review", "approval", "change", "block")},
-}
 
 
 # Words between a verb and its object that do not change what the object is: "all", the repository
@@ -351,10 +303,10 @@ _OBJECT_SENSES: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
 _OBJECT_SKIPPED = frozenset("all repo repository stale old outdated previous blocking existing current".split())
 
 
-def _object_sense(words: list[str], i: int) -> tuple[tuple[str, ...], ...] | None:
+def _object_sense(words: list[str], i: int, table: Mapping[tuple[str, str], Alts]) -> Alts | None:
     """The sense of the verb at *i* for the object after it (determiners, "all", numbers and
     possessives skipped): "clear all my notifications", "lock main", "hand ticket 77 over"."""
-    if not any(v == words[i] for v, _ in _OBJECT_SENSES):
+    if not any(v == words[i] for v, _ in table):
         return None
     j = i + 1
     while j < len(words) and (words[j] in DETERMINERS or words[j] in _OBJECT_SKIPPED or words[j] in _PARTICLES):
@@ -364,7 +316,7 @@ def _object_sense(words: list[str], i: int) -> tuple[tuple[str, ...], ...] | Non
         if words[k] in PREPOSITIONS or words[k] in CLAUSE_END:
             return None
         thing = words[k][:-1] if plural(words[k]) else words[k]
-        sense = _OBJECT_SENSES.get((words[i], thing))
+        sense = table.get((words[i], thing))
         if sense:
             return sense
     return None
@@ -434,7 +386,8 @@ def _complement(words: list[str], i: int, known: Callable[[str], bool], out: Sen
             out.values.add(k)
 
 
-def _agent(words: list[str], i: int, known: Callable[[str], bool], out: Senses) -> None:
+def _agent(words: list[str], i: int, known: Callable[[str], bool], out: Senses,
+           agents: Mapping[str, tuple[str, ...]]) -> None:
     """"who starred the repo", "who changed this file": the people who did it (a past or present
     tense verb right after "who"; not "who can push", which asks about a permission). Verbs
     without a known agent noun keep the map's meaning."""
@@ -444,8 +397,8 @@ def _agent(words: list[str], i: int, known: Callable[[str], bool], out: Senses) 
         i += 1  # "who force-pushed", "who re-ran it": the compound's verb says who is asked for
     word = words[i]
     for base in _bases(word):
-        if base in _AGENTS:
-            out.alts[i] = (_AGENTS[base],)
+        if base in agents:
+            out.alts[i] = (agents[base],)
             out.people = True
             if i + 1 < len(words) and not known(words[i + 1]):
                 out.values.add(i + 1)  # "who follows octocat": a name

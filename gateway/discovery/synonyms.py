@@ -2,8 +2,10 @@
 
 The pieces live in their own modules: the map by domain (:mod:`.vocabulary`), the words and
 frames that ask nothing (:mod:`.fillers`), the soft hints (:mod:`.soft`), what a parsed query is
-(:mod:`.concepts`), finding words in the map (:mod:`.lookup`) and reading a query with all of it
-(:mod:`.query`). This module re-exports them under the names callers have used.
+(:mod:`.concepts`), finding words in the map (:mod:`.lexicon`) and reading a query with all of it
+(:mod:`.query`). This module re-exports them under the names callers have used: the general
+core's (:data:`SYNONYMS`, :data:`SOFT`; :func:`parse` reads with the core unless given a
+lexicon). A domain pack's words are in :mod:`.packs`, merged by :func:`.packs.lexicon`.
 """
 
 from __future__ import annotations

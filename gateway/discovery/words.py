@@ -10,6 +10,7 @@ tokenizer does for BM25. Stems are cached (bounded): a catalog has a few thousan
 from __future__ import annotations
 
 import re
+import threading
 from functools import lru_cache
 
 import snowballstemmer
@@ -20,7 +21,9 @@ __all__ = ["split_words", "words_text", "stem", "stems"]
 # plural stays one word ("PRs", "APIs").
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?<![A-Z]s)(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])(?![A-Z]s\b)")
 _NON_WORD = re.compile(r"[^0-9A-Za-z]+")
-_STEMMER = snowballstemmer.stemmer("english")
+# A Snowball stemmer keeps the word it works on in the object: one per thread (search endpoints
+# build their indexes in worker threads at once; a shared one raised IndexError mid-word).
+_LOCAL = threading.local()
 
 
 def split_words(text: str) -> list[str]:
@@ -40,7 +43,10 @@ def words_text(text: str) -> str:
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The stem of one lower-case word ("repositories" → "repositori", "stars" → "star")."""
-    return str(_STEMMER.stemWord(word))
+    stemmer = getattr(_LOCAL, "stemmer", None)
+    if stemmer is None:
+        stemmer = _LOCAL.stemmer = snowballstemmer.stemmer("english")
+    return str(stemmer.stemWord(word))
 
 
 def stems(text: str) -> list[str]:

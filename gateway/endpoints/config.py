@@ -117,9 +117,24 @@ class EmbeddingsConfig(Model):
 
 
 class SearchConfig(Model):
-    """How a ``discovery: search`` endpoint ranks: lexically, plus ``embeddings`` when set."""
+    """How a ``discovery: search`` endpoint ranks: lexically, plus ``embeddings`` when set; ``packs``
+    names the domain packs its queries are read with (``[github]``; none by default: the general
+    core alone, docs/discovery.md)."""
 
     embeddings: EmbeddingsConfig | None = None
+    packs: tuple[str, ...] = ()
+
+    @field_validator("packs")
+    @classmethod
+    def _known_packs(cls, packs: tuple[str, ...]) -> tuple[str, ...]:
+        from gateway.discovery.packs import KNOWN
+
+        unknown = [p for p in packs if p not in KNOWN]
+        if unknown:
+            raise ValueError(f"unknown search pack {unknown[0]!r}; known packs: {', '.join(KNOWN)}")
+        if len(set(packs)) != len(packs):
+            raise ValueError("a search pack is named twice")
+        return packs
 
 
 class EndpointConfig(Model):

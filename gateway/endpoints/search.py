@@ -71,11 +71,16 @@ class EndpointSearch:
 
     async def _ready(self) -> CatalogSearch:
         async with self._lock:
+            search = self.view.config.search
+            packs = search.packs if search is not None else ()
             if self._index is None:
                 # The ranker (index, stemmer, vocabulary: ~6 MB) loads with the first search endpoint
                 # that searches or warms up, never in a gateway that has none.
                 from gateway.discovery.catalog_search import CatalogSearch
-                self._index = CatalogSearch(self.view)
+                self._index = CatalogSearch(self.view, packs=packs)
+            elif self._index.index.lexicon.packs != packs:  # a reload changed search.packs
+                from gateway.discovery.packs import lexicon
+                self._index.index.lexicon = lexicon(packs)
             wanted = self._embeddings()
             if wanted != self._semantic_for:  # first use, or a reload changed search.embeddings
                 old, self._semantic, self._semantic_for = self._semantic, None, wanted

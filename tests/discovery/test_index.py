@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.discovery import SearchIndex, ToolDoc, doc_from_tool
+from tests.discovery.github_pack import PACKS
 
 
 def _docs() -> list[ToolDoc]:
@@ -19,7 +20,7 @@ def _docs() -> list[ToolDoc]:
 
 
 def test_finds_by_callers_words_best_first() -> None:
-    index = SearchIndex()
+    index = SearchIndex(PACKS)
     index.sync(_docs())
     assert index.search("open a ticket", 2)[0].name == "tickets_create"
     assert index.search("stop the pipeline", 1)[0].name == "runs_cancel"
@@ -28,7 +29,7 @@ def test_finds_by_callers_words_best_first() -> None:
 
 
 def test_sync_writes_only_what_changed() -> None:
-    index = SearchIndex()
+    index = SearchIndex(PACKS)
     assert index.sync(_docs()) == (4, 0)
     assert index.sync(_docs()) == (0, 0)
     changed = _docs()[:3] + [ToolDoc("sql_query", "Run SQL", "Query the warehouse for zebra counts.")]
@@ -43,7 +44,7 @@ def test_visibility_applies_before_the_top_k() -> None:
     # 30 tools match "issue" better than the one the caller may see; it still comes back, alone.
     docs = [ToolDoc(f"issue_tool_{i}", "Issue issue issue", "issue") for i in range(30)]
     docs.append(ToolDoc("mine", "Close an issue", "Closes an issue."))
-    index = SearchIndex()
+    index = SearchIndex(PACKS)
     index.sync(docs)
     hits = index.search("issue", 5, visible=lambda name: name == "mine")
     assert [h.name for h in hits] == ["mine"]
@@ -52,13 +53,13 @@ def test_visibility_applies_before_the_top_k() -> None:
 
 @pytest.mark.parametrize("limit,expected", [(0, 1), (-3, 1), (3, 3), (10_000, 50)])
 def test_limit_is_bounded(limit: int, expected: int) -> None:
-    index = SearchIndex()
+    index = SearchIndex(PACKS)
     index.sync(ToolDoc(f"t{i}", "Widget tool", "widget") for i in range(80))
     assert len(index.search("widget", limit)) == expected
 
 
 def test_hostile_queries_are_plain_words() -> None:
-    index = SearchIndex()
+    index = SearchIndex(PACKS)
     index.sync(_docs())
     # FTS5 syntax in a query is text, never an expression (and never an error).
     for q in ['"', 'NEAR(issue', 'issue* OR', "name:issue", "x" * 5000, "\x00issue"]:
@@ -102,7 +103,7 @@ def _tool(name: str, title: str, kind: str, description: str = "", **props: obje
 
 
 def test_the_kind_of_operation_asked_for_decides_between_same_worded_tools() -> None:
-    index = SearchIndex()
+    index = SearchIndex(PACKS)
     index.sync(doc_from_tool(t) for t in [
         _tool("labels_list", "List labels on an issue", "read"),
         _tool("labels_add", "Add labels to an issue", "write"),
@@ -115,7 +116,7 @@ def test_the_kind_of_operation_asked_for_decides_between_same_worded_tools() -> 
 
 
 def test_the_catalogs_own_verbs_give_a_sentence_its_intent() -> None:
-    index = SearchIndex()
+    index = SearchIndex(PACKS)
     index.sync(doc_from_tool(t) for t in [
         _tool("activity_star-repo", "Star a repository", "write"),
         _tool("activity_star-gist", "Star a gist", "write"),
@@ -132,7 +133,7 @@ def test_deprecated_tools_rank_below_current_ones() -> None:
     legacy = _tool("teams_delete-legacy", "Delete a team (Legacy)", "delete")
     assert doc_from_tool(legacy).deprecated and not doc_from_tool(current).deprecated
     assert doc_from_tool({**current, "description": "Deletes it.\n\n(deprecated)"}).deprecated
-    index = SearchIndex()
+    index = SearchIndex(PACKS)
     index.sync([doc_from_tool(legacy), doc_from_tool(current)])
     assert [h.name for h in index.search("delete the team", 2)] == ["teams_delete", "teams_delete-legacy"]
 
@@ -149,7 +150,7 @@ def test_a_tool_named_for_what_was_asked_is_found_under_many_wordy_ones() -> Non
     # whose name says it; the name/title candidates bring it into the re-rank, which puts it first.
     docs = [ToolDoc(f"comments_get-{i}", f"Get comment {i}", "Markdown and HTML " * 20) for i in range(80)]
     docs.append(ToolDoc("markdown_render", "Render a Markdown document", "Renders text."))
-    index = SearchIndex()
+    index = SearchIndex(PACKS)
     index.sync(docs)
     assert index.search("render markdown", 1)[0].name == "markdown_render"
     # And forgets it when it is gone.
@@ -164,14 +165,14 @@ def test_the_plain_operation_on_a_namespace_is_a_candidate() -> None:
     docs = [ToolDoc(f"repos_rename-thing-{i}", f"Rename a repository thing {i}", "Rename or update the repository thing.",
                     kind="write") for i in range(80)]
     docs.append(ToolDoc("repos_update", "Update a repository", "Edit settings.", kind="write"))
-    index = SearchIndex()
+    index = SearchIndex(PACKS)
     index.sync(docs)
     assert "repos_update" in [h.name for h in index.search("rename the repo to api-v2", 3)]
     index.sync(docs[:-1])
     assert all(h.name != "repos_update" for h in index.search("rename the repo", 50))
 
 
-_FUZZ_INDEX = SearchIndex()
+_FUZZ_INDEX = SearchIndex(PACKS)
 _FUZZ_INDEX.sync(doc_from_tool(t) for t in [
     _tool("labels_list", "List labels on an issue", "read"), _tool("labels_add", "Add labels", "write"),
     _tool("labels_remove", "Remove a label", "delete"), _tool("users_unfollow", "Unfollow a user", "delete"),

@@ -7,7 +7,7 @@ from typing import Any
 
 from gateway.discovery import SearchIndex, ToolDoc, doc_from_tool
 from gateway.discovery.arguments import tokens
-from gateway.discovery.synonyms import parse
+from tests.discovery.github_pack import PACKS, parse
 
 
 def _said(query: str) -> list[str]:
@@ -121,7 +121,7 @@ def test_a_reads_answer_fields_say_what_it_answers() -> None:
     ]
     assert docs[0].answers == "archived default branch"  # links and ids are no answers
     assert docs[1].answers == "" and docs[2].answers == ""  # many things; a write
-    index = SearchIndex()
+    index = SearchIndex(PACKS)
     index.sync(docs)
     # A question ranks the read that answers it, and a state asked about ("archived") is a field
     # of that read before it is the word of another tool's name; no question, no such reading.

@@ -4,7 +4,7 @@ later change that breaks a rule fails here and not only as a recall number."""
 from __future__ import annotations
 
 from gateway.discovery.arguments import tokens
-from gateway.discovery.synonyms import parse
+from tests.discovery.github_pack import parse
 
 
 def _phrases(query: str) -> dict[str, tuple[str, ...]]:

@@ -8,10 +8,11 @@ import pytest
 from gateway.discovery.arguments import tokens
 from gateway.discovery.clauses import split_context
 from gateway.discovery.intent import DELETE, READ, WRITE
-from gateway.discovery.lookup import imperative, known, phrasal
+from gateway.discovery.packs.github.table import add
 from gateway.discovery.senses import senses
-from gateway.discovery.synonyms import SYNONYMS, parse
-from gateway.discovery.vocabulary.table import add
+from tests.discovery.github_pack import GITHUB, parse
+
+imperative, known, phrasal, SYNONYMS = GITHUB.imperative, GITHUB.known, GITHUB.phrasal, GITHUB.synonyms
 
 
 def _phrases(query: str) -> dict[str, tuple[str, ...]]:
@@ -128,7 +129,7 @@ def test_clearing_a_review_dismisses_it() -> None:
 
 def test_a_role_after_having_is_a_permission() -> None:
     words = "does liam have write or just read on".split()
-    assert senses(words, known, phrasal).alts == {3: (("permission", "role"),), 6: (("permission", "role"),)}
+    assert senses(words, known, phrasal, tables=GITHUB.tables).alts == {3: (("permission", "role"),), 6: (("permission", "role"),)}
     assert _phrases("does liam have write or just read on infra/secrets-vault")["write"] == ("permission", "role")
     assert "create" in _phrases("write a comment on issue 5")["write"]  # a verb elsewhere
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.discovery.synonyms import expand
 from gateway.discovery.words import split_words
+from tests.discovery.github_pack import expand
 
 
 def test_identifiers_split_into_words() -> None:
@@ -56,7 +56,7 @@ def test_map_keys_are_found_in_inflected_forms_but_not_through_other_words() -> 
 
 def test_a_participle_names_a_thing_and_asks_no_action() -> None:
     from gateway.discovery.intent import READ
-    from gateway.discovery.synonyms import parse
+    from tests.discovery.github_pack import parse
 
     q = parse("labels added per day")
     added = next(c for c in q.concepts if c.said == "added")
@@ -66,7 +66,7 @@ def test_a_participle_names_a_thing_and_asks_no_action() -> None:
 
 
 def test_stop_doing_something_is_the_un_action() -> None:
-    from gateway.discovery.synonyms import parse
+    from tests.discovery.github_pack import parse
 
     q = parse("stop following that user")
     assert q.concepts[0].said == "stop following" and "unfollow" in q.concepts[0].phrases
@@ -75,7 +75,7 @@ def test_stop_doing_something_is_the_un_action() -> None:
 
 
 def test_phrases_that_ask_nothing_give_no_concept_and_no_hint() -> None:
-    from gateway.discovery.synonyms import parse
+    from tests.discovery.github_pack import parse
 
     q = parse("show me my gists")
     assert [c.said for c in q.concepts] == ["gists"]
@@ -86,7 +86,7 @@ def test_phrases_that_ask_nothing_give_no_concept_and_no_hint() -> None:
 
 def test_questions_ask_for_reads_whatever_their_verbs() -> None:
     from gateway.discovery.intent import DELETE, READ, WRITE
-    from gateway.discovery.synonyms import parse
+    from tests.discovery.github_pack import parse
 
     assert parse("has this PR been merged yet").intent.kind == READ
     assert parse("at what hours do people commit").intent.kind == READ
@@ -107,7 +107,7 @@ def test_questions_ask_for_reads_whatever_their_verbs() -> None:
 def test_any_query_parses_to_concepts_of_its_own_words(query: str) -> None:
     # Never raises; every concept and hint carries at least one non-empty phrase; the intent is one
     # of the three kinds.
-    from gateway.discovery.synonyms import parse
+    from tests.discovery.github_pack import parse
 
     q = parse(query)
     assert all(c.phrases and all(p for p in c.phrases) for c in q.concepts + q.soft)
@@ -136,7 +136,7 @@ def test_argument_values_are_not_searched_words() -> None:
 
 
 def test_open_is_a_state_after_a_verb_or_before_plural_things_and_create_before_an_article() -> None:
-    from gateway.discovery.synonyms import parse
+    from tests.discovery.github_pack import parse
 
     q = parse("Retrieve open pull requests for the repository owner/repo")
     assert q.intent.kind == "read" and q.intent.strong
@@ -148,7 +148,7 @@ def test_open_is_a_state_after_a_verb_or_before_plural_things_and_create_before_
 
 
 def test_make_something_so_is_a_setter_and_its_complement_a_value() -> None:
-    from gateway.discovery.synonyms import parse
+    from tests.discovery.github_pack import parse
 
     q = parse("make the repo public")
     assert q.concepts[0].phrases == ("set", "update") and q.intent.kind == "write"
@@ -163,7 +163,7 @@ def test_make_something_so_is_a_setter_and_its_complement_a_value() -> None:
 
 
 def test_one_item_or_many() -> None:
-    from gateway.discovery.synonyms import parse
+    from tests.discovery.github_pack import parse
 
     def hints(query: str) -> list[str]:
         return [c.said for c in parse(query).soft]
@@ -175,7 +175,7 @@ def test_one_item_or_many() -> None:
 
 
 def test_questions_about_people_ask_for_who_did_it() -> None:
-    from gateway.discovery.synonyms import parse
+    from tests.discovery.github_pack import parse
 
     starred = parse("who starred our repo")
     assert "stargazer" in starred.concepts[0].phrases and "(plural)" in [c.said for c in starred.soft]
@@ -187,7 +187,7 @@ def test_questions_about_people_ask_for_who_did_it() -> None:
 
 
 def test_turning_things_on_and_off() -> None:
-    from gateway.discovery.synonyms import parse
+    from tests.discovery.github_pack import parse
 
     assert parse("start getting warned about insecure dependencies").concepts[0].phrases == ("enable",)
     assert parse("stop receiving notifications for the repo").intent.kind == "delete"
@@ -199,7 +199,7 @@ def test_turning_things_on_and_off() -> None:
 
 
 def test_read_verbs_that_do_not_say_one_or_many_are_read_cues_not_concepts() -> None:
-    from gateway.discovery.synonyms import parse
+    from tests.discovery.github_pack import parse
 
     for verb in ("retrieve", "obtain", "grab"):
         q = parse(f"{verb} the releases")
@@ -207,7 +207,7 @@ def test_read_verbs_that_do_not_say_one_or_many_are_read_cues_not_concepts() -> 
 
 
 def test_imperatives_and_yes_no_questions() -> None:
-    from gateway.discovery.synonyms import parse
+    from tests.discovery.github_pack import parse
 
     tag = parse("tag a release")
     assert tag.intent.kind == "write" and not tag.intent.strong  # "WORD a ...": an imperative
@@ -221,7 +221,7 @@ def test_imperatives_and_yes_no_questions() -> None:
 
 
 def test_a_name_after_a_naming_noun_is_a_value_but_plain_words_stay_words() -> None:
-    from gateway.discovery.synonyms import parse
+    from tests.discovery.github_pack import parse
 
     def said(query: str) -> list[str]:
         return [c.said for c in parse(query).concepts]
@@ -236,7 +236,7 @@ def test_a_name_after_a_naming_noun_is_a_value_but_plain_words_stay_words() -> N
 
 def test_paths_users_and_this_one() -> None:
     from gateway.discovery.arguments import tokens
-    from gateway.discovery.synonyms import parse
+    from tests.discovery.github_pack import parse
 
     assert tokens("the commit history of src/app.py", lambda w: False).kinds == ["path"]
     assert tokens("in acme/api", lambda w: False).kinds == ["repository"]
@@ -245,3 +245,29 @@ def test_paths_users_and_this_one() -> None:
     asked = [c.said for c in parse("who has been asked to review this PR").soft]
     assert "(one)" not in asked  # the answer is people, not the PR
     assert "(yes/no)" in [c.said for c in parse("has this PR been merged yet").soft]
+
+
+def test_stemming_is_safe_from_several_threads() -> None:
+    # Search endpoints build their indexes in worker threads at once: a shared Snowball stemmer
+    # (which keeps the word it works on in the object) raised IndexError mid-word.
+    import threading
+
+    from gateway.discovery.words import stem
+
+    words = [f"{w}{i}ing" for i in range(3000) for w in ("repositori", "star", "review")]
+    errors: list[BaseException] = []
+
+    def work(part: list[str]) -> None:
+        try:
+            for w in part:
+                stem.__wrapped__(w)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assert
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(words[k::4],)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert stem.__wrapped__("stargazers") == "stargaz"

@@ -1,12 +1,12 @@
 """Tickets and conversations: issues, labels, milestones, reactions, comments, sub-issues,
 dependencies, pinned and locked conversations, project boards.
 
-Entries of the vocabulary map (:mod:`gateway.discovery.vocabulary`); see its rules there.
+Entries of the GitHub pack's map (:mod:`gateway.discovery.packs.github`); see its rules there.
 """
 
 from __future__ import annotations
 
-from gateway.discovery.vocabulary.table import add
+from gateway.discovery.packs.github.table import add
 
 add("ticket,tickets,bug,bugs,incident,incidents,task,tasks", "issue")
 add("tag,tag as,tag with,categorize,categorise", "label,tag,topic")
@@ -18,13 +18,11 @@ add("discussion,conversation,thread", "issue,comment,conversation,timeline")
 add("say,said,wrote,feedback,remark,remarks", "comment,review")
 add("line by line,inline,line comments,on a line", "review comment,comment")
 add("talk,discuss,chat", "conversation,comment")
-add("pin,pinned", "pin")
 add("sub task,subtask,subtasks,sub tasks,child task,child tasks,child issue,child issues,sub issue,"
     "sub issues,parent issue,epic,epics", "sub issue")
 add("split,break down,break up", "sub issue + add")
 add("depends on,blocked by,blocking,dependency between,blocker,blockers", "blocked by,dependency")
 add("mention,mentions,mentioned", "mention,search")
-add("dupe,duplicate,duplicates", "duplicate")
 add("reply,respond,answer,chime in", "comment + create")  # "replies" (a plural noun) names comments
 add("sticky,stick,keep at the top,to the top", "pin")  # a forum's "sticky" post is a pinned one
 add("from commenting,from replying,able to comment,able to reply,further comments,more comments,"

@@ -1,36 +1,30 @@
 """Security and rules: alerts and advisories, scanning, keys, tokens, secrets and variables,
 protections, rulesets and restrictions on who may do what.
 
-Entries of the vocabulary map (:mod:`gateway.discovery.vocabulary`); see its rules there.
+Entries of the GitHub pack's map (:mod:`gateway.discovery.packs.github`); see its rules there.
 """
 
 from __future__ import annotations
 
-from gateway.discovery.vocabulary.table import add
+from gateway.discovery.packs.github.table import add
 
 add("vulnerable,vulnerability,vulnerabilities,cve,cves,insecure", "dependabot alert,dependabot,advisory,vulnerability alert")
 add("security hole,security holes,security issue,security bug,security flaw,exploit,exploits,zero day,0day",
     "vulnerability,advisory")
 add("leaked,leak,password,passwords", "secret scanning,secret,credential")
 add("static analysis,sast,lint,linter", "code scanning")
-add("throttled,throttle,quota,api calls", "rate limit")
 add("protect,protection,require reviews,guard", "protection")
 add("only let,limit who,restrict,restrict who,lock down", "restriction,limit,interaction")
 add("only allow,only permit,allow only,permit only", "policy,rule,restriction + create,set")
 add("require,enforce,mandate,mandatory,required", "protection,required,rule")
 add("rotate,regenerate,roll over,renew,cycle", "regenerate,create,update,set")
-add("revoke,withdraw,rescind", "revoke,remove,delete")
-add("key,keys", "key")
 add("signing key,signing keys,gpg,pgp", "gpg key,gpg,ssh signing key")
 add("env var,env vars,environment variable,environment variables,config var,config vars,variable,variables",
     "variable")
 add("unprotect,unlock branch", "protection + delete")
 add("disclose,privately report,report privately,responsible disclosure", "report,create")
-add("dependency,dependencies,deps,libraries,library", "dependency,dependencies")
 add("sbom,bill of materials", "sbom")
 add("token,tokens,credential,credentials,api key,api keys,access token,access tokens", "token,credential,secret")
-add("register,enroll,enrol", "registration,register + create,add")  # "register my ssh key"
-add("registration", "registration,register")
 add("cooldown,cool down,cooling off,cooling off period", "interaction,limit,restriction")
 # "make sure nobody can force push": a rule on what may be done is a protection or a ruleset.
 add("nobody can,no one can,nobody may,prevent,forbid,disallow,only admins can", "protection,rule,restriction")

@@ -1,18 +1,16 @@
 """CI/CD and what it makes: workflows and their runs, jobs, logs, runners, artifacts, checks,
 deployments and environments, packages, Pages sites and their domains, codespaces, webhooks.
 
-Entries of the vocabulary map (:mod:`gateway.discovery.vocabulary`); see its rules there.
+Entries of the GitHub pack's map (:mod:`gateway.discovery.packs.github`); see its rules there.
 """
 
 from __future__ import annotations
 
-from gateway.discovery.vocabulary.table import add
+from gateway.discovery.packs.github.table import add
 
 add("pipeline,pipelines,ci,build,builds", "workflow run,workflow,actions,check")
 add("job", "job,workflow run")
-add("deploy,deployed,deploys,deploying,rollout", "deployment")
 add("green,passing,passed,failing,red,status", "status,check")
-add("logs,log,output", "log,logs")
 add("machine,machines,agent,agents,worker,workers", "runner")
 add("hosted ourselves,our own", "self hosted")
 add("artifact,artifacts,test results,test reports,coverage report,coverage reports", "artifact")
@@ -29,14 +27,11 @@ add("warning,warnings,warned,warn,errors,problems,findings", "annotation,alert,w
 add("flaky,flake", "re run,rerun")
 add("rebuild,redeploy,republish,re deploy", "build,re run,request")
 add("badge,badges", "workflow,status")
-add("cache,caches,cached", "cache")
 add("custom domain,domain,domains,cname,dns", "cname,domain,pages")
-add("https,tls,ssl,certificate,cert,certs", "https,certificate")
 add("point,point to,point at", "update,set")
 add("codespace,codespaces,dev environment,dev environments,cloud dev environment,devbox,dev box,cloud ide,"
     "online ide,dev container,devcontainer,remote dev", "codespace")
 add("annotation,annotations", "annotation,check run")
-add("kept,retention,retain,retained,keep around", "retention")
 add("tests,test suite,test suites,test runs,ci checks", "status check,check")
 add("why,what went wrong", "log,logs,annotation")  # "the build failed, show me why"
 add("push event,push events", "push,event,webhook")  # an event type, not the permission to push

@@ -1,17 +1,16 @@
 """Source hosting and code review: repositories, pull requests, branches, commits, files,
 releases and tags, and the statistics and traffic of a repository.
 
-Entries of the vocabulary map (:mod:`gateway.discovery.vocabulary`); see its rules there.
+Entries of the GitHub pack's map (:mod:`gateway.discovery.packs.github`); see its rules there.
 """
 
 from __future__ import annotations
 
-from gateway.discovery.vocabulary.table import add
+from gateway.discovery.packs.github.table import add
 
 add("pr,prs,mr,mrs,merge request,merge requests,patch,patches", "pull request,pull")
 add("land,ship it", "merge")
 add("repo,repos,repository,repositories,project,projects,codebase", "repository,repo")
-add("org,orgs,organization,organizations,company,organisation", "organization,org")
 add("diff,difference,differences,between,changed between,differ", "compare")
 add("grep", "search code,code")
 add("branch", "branch,ref")
@@ -25,7 +24,6 @@ add("readme", "readme")
 add("ship", "release + create")
 add("shipped,version,versions", "release")
 add("looked at,visit,visits,visited,visitors,traffic,views", "views,traffic")
-add("languages,language,written in", "language")
 add("bump", "release,tag + create")
 add("come from,comes from,coming from,came from", "referrer,referral,source")
 add("pull request,pull requests", "pull request,pull")
@@ -44,14 +42,11 @@ add("hash,commit id,commit hash", "commit,sha,ref")
 add("tip,head,tip of", "ref,branch")
 add("default branch", "default branch")
 add("conflict,conflicts,mergeable,mergeability", "mergeable")
-add("draft,wip,work in progress", "draft")
-add("public,private,visibility,internal,hidden", "visibility")
 add("referrer,referrers,referring sites,referring site,referral,referrals,traffic sources,"
     "traffic source,send visitors,sends visitors,send traffic", "referrer,referral")
 add("clones,cloned,clone count", "clones,clone")
 add("popular,most viewed,top pages,top paths", "popular,top")
 add("autolink,autolinks,jira,tracker,issue tracker,external tracker,external references", "autolink,reference")
-add("template,templates,boilerplate", "template")
 add("watch,subscribe", "subscription,watch + set")
 add("watchers,subscribers,watcher,subscriber,watching", "watcher,subscriber")
 add("unwatch,unsubscribe,mute,ignore", "subscription + delete,ignored")
@@ -65,7 +60,6 @@ add("draft comments,draft review,unsubmitted,not submitted,without submitting", 
 add("across github,across public repos,across all repos,across repos,anywhere on github,mentioning,"
     "that mention", "search")
 add("pushes,pushed,who pushed,push history,pushes and merges", "activity,activities,push")
-add("compared to,compared with,versus,vs", "compare,diff")
 # round 6
 add("commit message,commit messages", "commit,message")  # a commit's own text, not a comment on it
 add("ignore file,ignore files,gitignore,git ignore", "gitignore,template")
