@@ -11,25 +11,29 @@ query is read with.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 
 from gateway.discovery.lexicon import Lexicon, Pack
 
 __all__ = ["KNOWN", "lexicon", "load", "core"]
 
-# Pack name → the module whose ``PACK`` it is (loaded when an endpoint enables it).
-_MODULES = {"github": "gateway.discovery.packs.github"}
-KNOWN: tuple[str, ...] = tuple(sorted(_MODULES))
+def _github() -> Pack:
+    from gateway.discovery.packs.github import PACK
+
+    return PACK
+
+
+# Pack name → its loader (an explicit import, run when an endpoint enables the pack).
+_LOADERS: dict[str, Callable[[], Pack]] = {"github": _github}
+KNOWN: tuple[str, ...] = tuple(sorted(_LOADERS))
 
 
 def load(name: str) -> Pack:
     """The pack called *name* (ValueError naming the known ones if there is none)."""
-    if name not in _MODULES:
+    if name not in _LOADERS:
         raise ValueError(f"unknown search pack {name!r}; known packs: {', '.join(KNOWN)}")
-    pack: Pack = importlib.import_module(_MODULES[name]).PACK
-    return pack
+    return _LOADERS[name]()
 
 
 @cache
