@@ -13,10 +13,15 @@ view names the two tools without loading the index, its stemmer and vocabulary, 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from gateway.discovery.index import SearchHit
+
+class Named(Protocol):
+    """What :func:`find_result` reads of a hit (``index.SearchHit`` is one; naming it here would
+    make an import cycle, this module being what the index takes its bounds from)."""
+
+    @property
+    def name(self) -> str: ...
 
 __all__ = ["FIND_TOOLS", "CALL_TOOL", "DEFAULT_LIMIT", "MAX_LIMIT", "MAX_QUERY", "find_result"]
 
@@ -70,7 +75,7 @@ CALL_TOOL: dict[str, Any] = {
 }
 
 
-def find_result(hits: Sequence[SearchHit], tools: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+def find_result(hits: Sequence[Named], tools: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     """The ``CallToolResult`` of ``find_tools`` for *hits* (names looked up in *tools*)."""
     found = [tools[h.name] for h in hits if h.name in tools]
     if found:
