@@ -174,21 +174,26 @@ connectors:
         assert "connector 'one'" in result.stderr and "connector 'two'" in result.stderr
 
 
-def test_stdio_keeps_stdout_for_the_protocol_even_with_audit_on_stdout(tmp_path: Path) -> None:
-    """audit.jsonl: stdout would corrupt the stdio stream; under stdio the mirror goes to stderr."""
-    config = tmp_path / "gateway.yaml"
-    config.write_text(
-        f"audit: {{store: 'sqlite:///{tmp_path}/a.db', jsonl: stdout, spill_path: '{tmp_path}/s.jsonl'}}\n"
-        "connectors:\n  - {name: team, type: static, prompts: [{name: hi, messages: [{text: hello}]}]}\n")
+def _stdio_session(config: Path) -> subprocess.CompletedProcess[str]:
+    """``mcp-gateway stdio`` in ``config``'s folder: initialize, then prompts/get team_hi (id 2)."""
     requests = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize",
          "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "team_hi"}},
     ]
-    proc = subprocess.run([sys.executable, "-m", "gateway.cli", "stdio", "--config", str(config)],
+    return subprocess.run([sys.executable, "-m", "gateway.cli", "stdio", "--config", str(config)],
                           input="".join(json.dumps(r) + "\n" for r in requests), capture_output=True,
-                          text=True, timeout=60, cwd=tmp_path)
+                          text=True, timeout=60, cwd=config.parent)
+
+
+def test_stdio_keeps_stdout_for_the_protocol_even_with_audit_on_stdout(tmp_path: Path) -> None:
+    """audit.jsonl: stdout would corrupt the stdio stream; under stdio the mirror goes to stderr."""
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        f"audit: {{store: 'sqlite:///{tmp_path}/a.db', jsonl: stdout, spill_path: '{tmp_path}/s.jsonl'}}\n"
+        "connectors:\n  - {name: team, type: static, prompts: [{name: hi, messages: [{text: hello}]}]}\n")
+    proc = _stdio_session(config)
     assert proc.returncode == 0, proc.stderr[-2000:]
     replies = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [r.get("id") for r in replies] == [1, 2] and all(r["jsonrpc"] == "2.0" for r in replies)
@@ -206,15 +211,7 @@ def test_stdio_serves_when_the_configs_metrics_port_is_taken(tmp_path: Path) -> 
         config = tmp_path / "gateway.yaml"
         config.write_text(f"audit: {{enabled: false}}\ntelemetry: {{metrics_port: {port}}}\n"
                           "connectors:\n  - {name: team, type: static, prompts: [{name: hi, messages: [{text: hello}]}]}\n")
-        requests = [
-            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-             "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "team_hi"}},
-        ]
-        proc = subprocess.run([sys.executable, "-m", "gateway.cli", "stdio", "--config", str(config)],
-                              input="".join(json.dumps(r) + "\n" for r in requests), capture_output=True,
-                              text=True, timeout=60, cwd=tmp_path)
+        proc = _stdio_session(config)
     assert proc.returncode == 0, proc.stderr[-2000:]
     replies = {r["id"]: r for r in map(json.loads, proc.stdout.splitlines())}
     assert replies[2]["result"]["messages"][0]["content"]["text"] == "hello"
