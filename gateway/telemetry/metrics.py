@@ -290,7 +290,7 @@ def _exported_names() -> frozenset[str]:
                    BACKEND_CALL_DURATION, CONNECTOR_RECONNECTS, CONFIG_RELOADS, CONFIG_LAST_RELOAD,
                    AUDIT_QUEUE_DEPTH, AUDIT_EVENTS_WRITTEN, AUDIT_EVENTS_SPILLED, AUDIT_EVENTS_DROPPED,
                    RESPONSE_CACHE, ENDPOINT_REQUESTS, EMBEDDING_REQUESTS, SEARCH_LEXICAL_FALLBACKS,
-                   BUILD_INFO):
+                   RELAYED_DROPPED, RELAYED_DROPPED_BYTES, BUILD_INFO):
         for family in metric.describe():
             names.add(family.name)
             if family.type == "counter":

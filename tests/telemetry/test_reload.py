@@ -110,10 +110,13 @@ async def test_invalid_config_is_refused_and_the_old_one_keeps_serving(tmp_path,
             assert "refused, keeping the running config" in line and "connectors[1].type" in line
             assert gw.config is running
 
-            # Valid YAML whose catalog collides (two connectors, same public name): refused too.
+            # Valid YAML whose catalog collides (two connectors, same public name), where the config
+            # asks for strictness (gateway.names.on_collision: error; keep_first would serve it): refused too.
             clash = TEAM + TEAM.replace("name: team", "name: team2").replace(
                 "type: static", "type: static\n    prefix: team_")
-            path.write_text(config_text(be.url, docs("about"), clash))
+            strict = config_text(be.url, docs("about"), clash).replace(
+                "gateway:\n", "gateway:\n  names: {on_collision: error}\n", 1)
+            path.write_text(strict)
             assert await reloader.reload() is False
             assert gw.config is running and set(gw.connectors) == {"api", "docs"}
 

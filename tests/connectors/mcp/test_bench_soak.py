@@ -30,7 +30,7 @@ def test_bench_soak_faults_runs_briefly(pg_url: str) -> None:
                           cwd=REPO)
     out = proc.stdout
     assert proc.returncode in (0, 1), out[-3000:] + proc.stderr[-3000:]
-    names = ["steady", "resets", "kill", "rest", "sql", "audit", "reload"]
+    names = ["steady", "resets", "kill", "rest", "sql", "audit", "hostile", "reload"]
     rows = {line.split()[0]: line.split() for line in out.splitlines() if line.split()[:1] in [[n] for n in names]
             and line.split()[1].isdigit()}
     assert list(rows) == names, out
