@@ -110,9 +110,11 @@ class ConnectorEvents(Protocol):
     """How a connector tells the gateway that something happened. All methods are cheap and
     non-blocking except :meth:`client_request`, which awaits the downstream client's answer."""
 
-    def components_changed(self) -> None:
+    def components_changed(self, announced: frozenset[str] = frozenset()) -> None:
         """Tools, resources, templates or prompts changed: the catalog re-reads them and every
-        session receives the matching ``notifications/*/list_changed``."""
+        session receives the matching ``notifications/*/list_changed``. ``announced`` (``tools``,
+        ``prompts``, ``resources``): listings the backend itself said changed, passed on to the
+        gateway's clients even when what the catalog reads back compares equal."""
 
     def resource_updated(self, uri: str) -> None:
         """The resource with this *local* URI changed: subscribed sessions are notified."""

@@ -27,7 +27,11 @@ revision has no ``ping``). Over HTTP a failed request fails alone; the upstream 
 the probe fails. Its change notifications arrive on ``subscriptions/listen``
 (:mod:`connectors.mcp.listen`), which ``subscribe``/``unsubscribe`` re-open with the new set of
 URIs. An ``input_required`` result goes back to the gateway as it is (the gateway asks its caller)
-and the retry's ``inputResponses``/``requestState`` go upstream. An upstream that answers
+and the retry's ``inputResponses``/``requestState`` go upstream. A dual-era upstream (its
+``server/discover`` also lists handshake revisions; ``protocol: auto``) is served to each caller in
+the caller's era: a legacy caller's requests go over an upstream session (shared by the legacy
+callers, or one per client with ``per_client``; :mod:`connectors.mcp.sessions`), so what the
+upstream asks mid-call over its session reaches that caller as it would directly. An upstream that answers
 ``UnsupportedProtocolVersion`` has changed: it is reconnected (its era found again) and the call
 retried once.
 
@@ -80,7 +84,7 @@ from .era import open_upstream
 from .listen import Listener
 from .listing import ALL_LISTINGS, fetch_listings
 from .relay import Relay, sole_owner
-from .sessions import CLIENT_INFO, SHARED_CLIENT_CAPS, SessionPool
+from .sessions import CLIENT_INFO, LEGACY_SHARED, SHARED_CLIENT_CAPS, SessionPool
 from .transport import ResponseTooLarge, SessionExpired
 
 if TYPE_CHECKING:
@@ -123,6 +127,7 @@ class MCPConnector(Connector):
         self._ping_task: asyncio.Task[None] | None = None
         self._refresh_task: asyncio.Task[None] | None = None
         self._refresh_pending: set[str] = set()
+        self._announced: set[str] = set()  # list_changed kinds the upstream announced, not yet passed on
         self._bg: set[asyncio.Task[Any]] = set()
         self.reconnects = 0
         self._connected_once = False
@@ -298,10 +303,14 @@ class MCPConnector(Connector):
             elif self.events is not None:
                 self.events.log(level, data, logger)
         elif method.endswith("/list_changed"):
-            if session is self._shared:
-                kind = method.split("/")[1]
+            # From the shared channel's listen stream or from any upstream session (an SDK server
+            # announces a change only on the session whose request made it): re-list, and pass
+            # the announcement on even when the lists read back the same (a tool added and removed
+            # again is still a change a directly connected client is told of).
+            kind = method.split("/")[1]
+            if kind in ("tools", "prompts", "resources"):
                 self._schedule_refresh({"tools"} if kind == "tools" else {"prompts"} if kind == "prompts"
-                                       else {"resources", "templates"})
+                                       else {"resources", "templates"}, announced=kind)
         elif method == "notifications/resources/updated":
             uri = params.get("uri")
             if isinstance(uri, str) and self.events is not None:
@@ -373,8 +382,10 @@ class MCPConnector(Connector):
             self._connected_once = True
             return
 
-    def _schedule_refresh(self, which: set[str]) -> None:
+    def _schedule_refresh(self, which: set[str], announced: str | None = None) -> None:
         self._refresh_pending |= which
+        if announced is not None:
+            self._announced.add(announced)
         if self._refresh_task is None or self._refresh_task.done():
             self._refresh_task = asyncio.create_task(self._refresh_loop(), name=f"mcp-refresh-{self.name}")
 
@@ -385,6 +396,7 @@ class MCPConnector(Connector):
             if session is None:
                 return  # the reconnect fetches everything anyway
             which, self._refresh_pending = self._refresh_pending, set()
+            announced, self._announced = frozenset(self._announced), set()
             try:
                 listings = await fetch_listings(session, which, self._timeout or 30.0, self.config.max_pages)
             except ProtocolError as exc:  # control flow: keep the listings we have, say why
@@ -394,7 +406,7 @@ class MCPConnector(Connector):
                 return  # lost meanwhile: stale listings must not resurrect its components
             self._apply(listings, session.modern)
             if self.events is not None:
-                self.events.components_changed()
+                self.events.components_changed(announced)
 
     async def _ping_loop(self) -> None:
         interval = self.config.ping_interval_s
@@ -576,6 +588,7 @@ class MCPConnector(Connector):
     def roots_changed(self, session: SessionHandle) -> None:
         """A downstream client's roots changed: tell the upstream session(s) that may ask for them."""
         targets = [self._clients.get(session.id)] if self.config.session == "per_client" else [self._shared]
+        targets.append(self._clients.get(LEGACY_SHARED))  # a dual-era upstream's legacy callers' session
         for upstream in targets:
             # (2026-07-28 has no roots/list_changed: a modern upstream asks for roots per request.)
             if upstream is not None and upstream.alive and not upstream.modern:

@@ -126,7 +126,7 @@ class Events:
         self.health: list[Health] = []
         self.signal = Signal()
 
-    def components_changed(self) -> None:
+    def components_changed(self, announced: frozenset[str] = frozenset()) -> None:
         self.changed += 1
         self.changed_event.set()
         self.signal.pulse()
