@@ -5,6 +5,13 @@ tools, the ``test://`` resources and resource template, the ``test_*`` prompts, 
 subscriptions and logging. The 2025-11-25 suite runs *through the gateway*, which chains it with
 an empty prefix, so the suite sees these exact names on the gateway's endpoint.
 
+It stands in for the SDK's own reference, ``examples/servers/everything-server`` of the SDK's
+repository, which neither the ``mcp`` wheel nor the npm conformance packages ship: like it, it is
+dual-era (the SDK's default) and asks the way the reference does for each revision's scenarios —
+over the session, mid-call, in the 2025-11-25 tools (``test_sampling``, ``test_elicitation*``: a
+2026-07-28 request has no back-channel for that), with an ``InputRequiredResult`` in the 2026-07-28
+ones (``test_input_required_result_*``, ``test_streaming_elicitation``).
+
 Run: ``python upstream_fixture.py`` (stdio) or ``python upstream_fixture.py --http PORT``, with
 ``--era dual|legacy|modern`` (:mod:`tests.sdk_server`; ``dual``, the SDK's own behaviour, by default).
 """
