@@ -42,6 +42,7 @@ from gateway.protocol.errors import InvalidParams, ResourceNotFound
 
 __all__ = [
     "Components",
+    "LeftOut",
     "ToolSpec",
     "ResourceSpec",
     "ResourceTemplateSpec",
@@ -50,6 +51,18 @@ __all__ = [
     "ConnectorEvents",
     "Connector",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """Something the backend offers that the connector does not serve, on purpose: ``kind``
+    (``tools``, ``prompts``, ...), the backend's own ``name``, the ``rule`` that left it out
+    (``include``, ``exclude``, ``overrides``, ``x-mcp-header``) and the ``reason`` in words."""
+
+    kind: str
+    name: str
+    rule: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +178,11 @@ class Connector(abc.ABC):
         """What in this connector's config did not fit the backend it found at start (an override
         for an operation the spec lacks ...): it serves anyway; the gateway logs these and
         ``mcp-gateway validate --deep`` reports them."""
+        return ()
+
+    def left_out(self) -> tuple[LeftOut, ...]:
+        """What the backend offers that this connector leaves out on purpose, each with its rule
+        (the connector logs each when it is first left out; ``mcp-gateway list`` reports them)."""
         return ()
 
     def capabilities(self) -> set[str]:

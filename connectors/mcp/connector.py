@@ -61,6 +61,7 @@ from connectors.base import (
     Connector,
     ConnectorEvents,
     Health,
+    LeftOut,
 )
 from connectors.egress import EgressPolicy, Lookup
 from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
@@ -116,6 +117,7 @@ class MCPConnector(Connector):
         self._header_schemas: dict[str, Any] = {}  # tools with x-mcp-header parameters: their inputSchema
         self._upstream_names: dict[str, str] = {}  # renamed tools: local name → upstream name
         self._problems: tuple[str, ...] = ()
+        self._left_out: tuple[LeftOut, ...] = ()  # upstream tools not served, on purpose (left_out())
         self._listener: Listener | None = None
         self._caps: set[str] | None = None
         self._progress: dict[str, Relay] = {}
@@ -243,10 +245,11 @@ class MCPConnector(Connector):
 
     def _apply(self, listings: dict[str, list[Any]], modern_upstream: bool) -> None:
         parts: dict[str, Any] = {}
+        unusable: list[LeftOut] = []
         if modern_upstream:
             listings = {k: modern.definitions(v) for k, v in listings.items()}
             if "tools" in listings:
-                listings["tools"] = modern.usable_tools(listings["tools"], self.name)
+                listings["tools"], unusable = modern.usable_tools(listings["tools"], self.name)
         if "tools" in listings:
             tools = mapping.tool_specs(listings["tools"])
             self._header_schemas = {t.name: t.definition["inputSchema"] for t in tools
@@ -256,6 +259,7 @@ class MCPConnector(Connector):
             self._problems = presented.problems
             for problem in presented.problems:
                 log.warning("connector %s: %s", self.name, problem)
+            self._note_left_out((*unusable, *presented.left_out))
         if "resources" in listings:
             parts["resources"] = controls.select_resources(mapping.resource_specs(listings["resources"]), self.config)
         if "templates" in listings:
@@ -265,6 +269,20 @@ class MCPConnector(Connector):
         if "prompts" in listings:
             parts["prompts"] = controls.select_prompts(mapping.prompt_specs(listings["prompts"]), self.config)
         self.components = replace(self.components, **parts)
+
+    def _note_left_out(self, left: tuple[LeftOut, ...]) -> None:
+        # Each tool left out is logged once, when it first is (re-listings repeat the verdict):
+        # an invalid upstream definition is the upstream's problem (a warning), the operator's own
+        # include/exclude is not (info).
+        before = {(item.name, item.rule) for item in self._left_out}
+        for item in left:
+            if (item.name, item.rule) not in before:
+                log.log(logging.WARNING if item.rule in ("x-mcp-header", "overrides") else logging.INFO,
+                        "upstream %s: tool %r left out by rule %s: %s", self.name, item.name, item.rule, item.reason)
+        self._left_out = left
+
+    def left_out(self) -> tuple[LeftOut, ...]:
+        return self._left_out
 
     def _clear(self) -> None:
         self.components = Components()
