@@ -27,12 +27,9 @@ revision has no ``ping``). Over HTTP a failed request fails alone; the upstream 
 the probe fails. Its change notifications arrive on ``subscriptions/listen``
 (:mod:`connectors.mcp.listen`), which ``subscribe``/``unsubscribe`` re-open with the new set of
 URIs. An ``input_required`` result goes back to the gateway as it is (the gateway asks its caller)
-and the retry's ``inputResponses``/``requestState`` go upstream. A dual-era upstream (its
-``server/discover`` also lists handshake revisions; ``protocol: auto``) is served to each caller in
-the caller's era: a legacy caller's requests go over an upstream session (shared by the legacy
-callers, or one per client with ``per_client``; :mod:`connectors.mcp.sessions`), so what the
-upstream asks mid-call over its session reaches that caller as it would directly. An upstream that answers
-``UnsupportedProtocolVersion`` has changed: it is reconnected (its era found again) and the call
+and the retry's ``inputResponses``/``requestState`` go upstream. A dual-era upstream serves each
+caller in its era (a legacy one over an upstream session: :mod:`connectors.mcp.sessions`). An
+upstream that answers ``UnsupportedProtocolVersion`` has changed: it is reconnected (its era found again) and the call
 retried once.
 
 Identity. With an ``oauth`` block the shared session carries the service identity's token; with
@@ -79,7 +76,7 @@ from gateway.protocol.meta import TASKS_EXTENSION
 from gateway.protocol.versions import LATEST_VERSION
 
 from . import controls, mapping, modern
-from .client import Hints, UpstreamSession
+from .client import UpstreamSession
 from .config import MCPConfig
 from .era import open_upstream
 from .listen import Listener
@@ -94,6 +91,8 @@ if TYPE_CHECKING:
 __all__ = ["MCPConnector"]
 
 log = logging.getLogger("connectors.mcp")
+# An upstream's notifications/<kind>/list_changed: the listings fetched again.
+_REFRESHED = {"tools": ("tools",), "prompts": ("prompts",), "resources": ("resources", "templates")}
 
 
 class MCPConnector(Connector):
@@ -271,14 +270,10 @@ class MCPConnector(Connector):
         self.components = replace(self.components, **parts)
 
     def _note_left_out(self, left: tuple[LeftOut, ...]) -> None:
-        # Each tool left out is logged once, when it first is (re-listings repeat the verdict):
-        # an invalid upstream definition is the upstream's problem (a warning), the operator's own
-        # include/exclude is not (info).
-        before = {(item.name, item.rule) for item in self._left_out}
-        for item in left:
-            if (item.name, item.rule) not in before:
-                log.log(logging.WARNING if item.rule in ("x-mcp-header", "overrides") else logging.INFO,
-                        "upstream %s: tool %r left out by rule %s: %s", self.name, item.name, item.rule, item.reason)
+        # Logged once each: a warning for a fault upstream or in overrides, info for include/exclude.
+        for item in controls.newly_left_out(self._left_out, left):
+            log.log(logging.INFO if item.rule in ("include", "exclude") else logging.WARNING,
+                    "upstream %s: tool %r left out by rule %s: %s", self.name, item.name, item.rule, item.reason)
         self._left_out = left
 
     def left_out(self) -> tuple[LeftOut, ...]:
@@ -321,14 +316,11 @@ class MCPConnector(Connector):
             elif self.events is not None:
                 self.events.log(level, data, logger)
         elif method.endswith("/list_changed"):
-            # From the shared channel's listen stream or from any upstream session (an SDK server
-            # announces a change only on the session whose request made it): re-list, and pass
-            # the announcement on even when the lists read back the same (a tool added and removed
-            # again is still a change a directly connected client is told of).
+            # From the listen stream or any session (an SDK server announces on the session whose
+            # request made the change); passed on even if the lists read back the same.
             kind = method.split("/")[1]
-            if kind in ("tools", "prompts", "resources"):
-                self._schedule_refresh({"tools"} if kind == "tools" else {"prompts"} if kind == "prompts"
-                                       else {"resources", "templates"}, announced=kind)
+            if kind in _REFRESHED:
+                self._schedule_refresh(set(_REFRESHED[kind]), frozenset({kind}))
         elif method == "notifications/resources/updated":
             uri = params.get("uri")
             if isinstance(uri, str) and self.events is not None:
@@ -400,10 +392,8 @@ class MCPConnector(Connector):
             self._connected_once = True
             return
 
-    def _schedule_refresh(self, which: set[str], announced: str | None = None) -> None:
-        self._refresh_pending |= which
-        if announced is not None:
-            self._announced.add(announced)
+    def _schedule_refresh(self, which: set[str], announced: frozenset[str] = frozenset()) -> None:
+        self._refresh_pending, self._announced = self._refresh_pending | which, self._announced | announced
         if self._refresh_task is None or self._refresh_task.done():
             self._refresh_task = asyncio.create_task(self._refresh_loop(), name=f"mcp-refresh-{self.name}")
 
@@ -484,7 +474,7 @@ class MCPConnector(Connector):
                 hints = None
                 sent = params
                 if session.modern:
-                    hints = self._hints(method, params, ctx)
+                    hints = modern.hints(method, params, ctx.session, self._header_schemas)
                     sent = modern.with_input_responses(method, dict(params), ctx.params)
                 try:
                     result = await session.request(method, sent, timeout_s=self._deadline(ctx), owner=relay,
@@ -515,13 +505,6 @@ class MCPConnector(Connector):
                 del self._progress[token]
         await relay.drain()
         return result
-
-    def _hints(self, method: str, params: dict[str, Any], ctx: CallContext) -> Hints:
-        schema = self._header_schemas.get(params.get("name", "")) if method == "tools/call" else None
-        # The caller's capabilities: only it can answer what the upstream asks (the gateway passes
-        # an input request on, or asks the caller over its session), so the upstream must not ask
-        # for more, and must refuse (-32021) a call that needs what the caller lacks.
-        return Hints(modern.caller_log_level(ctx.session), schema, modern.caller_capabilities(ctx.session))
 
     async def _wait_reconnect(self) -> bool:
         task = self._reconnect_task

@@ -28,7 +28,7 @@ from gateway.protocol.portable_schema import portable_schema
 
 from .config import MCPConfig
 
-__all__ = ["PresentedTools", "present_tools", "select_prompts", "select_resources", "select_templates",
+__all__ = ["PresentedTools", "present_tools", "newly_left_out", "select_prompts", "select_resources", "select_templates",
            "serves_uri"]
 
 
@@ -79,6 +79,12 @@ def present_tools(specs: tuple[ToolSpec, ...], config: MCPConfig) -> PresentedTo
     problems += [f"overrides: the upstream has no tool {name!r}" for name in config.overrides if name not in listed]
     out.sort(key=lambda s: s.name)
     return PresentedTools(tuple(out), renamed, tuple(problems), tuple(left))
+
+
+def newly_left_out(before: tuple[LeftOut, ...], now: tuple[LeftOut, ...]) -> list[LeftOut]:
+    """What ``now`` leaves out that ``before`` did not (by name and rule): each is logged once."""
+    seen = {(item.name, item.rule) for item in before}
+    return [item for item in now if (item.name, item.rule) not in seen]
 
 
 def _presented(definition: dict[str, Any], override: ToolOverride) -> dict[str, Any]:

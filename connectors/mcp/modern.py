@@ -40,7 +40,7 @@ from .client import Hints
 from .mapping import RESERVED_META
 
 __all__ = ["ModernStamp", "MRTR_METHODS", "modern_capabilities", "usable_tools", "has_header_params", "definitions",
-           "with_input_responses", "caller_log_level", "caller_capabilities", "supported_versions"]
+           "with_input_responses", "caller_log_level", "caller_capabilities", "supported_versions", "hints"]
 
 # The requests a modern server may answer with an InputRequiredResult (mrtr.mdx).
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
@@ -121,6 +121,16 @@ def with_input_responses(method: str, params: dict[str, Any], caller: Mapping[st
             if key in caller:
                 params[key] = caller[key]
     return params
+
+
+def hints(method: str, params: Mapping[str, Any], session: object, header_schemas: Mapping[str, Any]) -> Hints:
+    """What a forwarded request of the caller ``session`` is stamped with: its log level, the
+    called tool's inputSchema when it has ``x-mcp-header`` parameters (``header_schemas``), and
+    the caller's capabilities: only the caller can answer what the upstream asks (the gateway
+    passes an input request on, or asks it over its session), so the upstream must not ask for
+    more, and must refuse (-32021) a call that needs what the caller lacks."""
+    schema = header_schemas.get(params.get("name", "")) if method == "tools/call" else None
+    return Hints(caller_log_level(session), schema, caller_capabilities(session))
 
 
 def caller_capabilities(session: object) -> dict[str, Any]:
