@@ -42,6 +42,7 @@ from gateway.protocol.errors import InvalidParams, ResourceNotFound
 
 __all__ = [
     "Components",
+    "LeftOut",
     "ToolSpec",
     "ResourceSpec",
     "ResourceTemplateSpec",
@@ -50,6 +51,18 @@ __all__ = [
     "ConnectorEvents",
     "Connector",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """Something the backend offers that the connector does not serve, on purpose: ``kind``
+    (``tools``, ``prompts``, ...), the backend's own ``name``, the ``rule`` that left it out
+    (``include``, ``exclude``, ``overrides``, ``x-mcp-header``) and the ``reason`` in words."""
+
+    kind: str
+    name: str
+    rule: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +123,11 @@ class ConnectorEvents(Protocol):
     """How a connector tells the gateway that something happened. All methods are cheap and
     non-blocking except :meth:`client_request`, which awaits the downstream client's answer."""
 
-    def components_changed(self) -> None:
+    def components_changed(self, announced: frozenset[str] = frozenset()) -> None:
         """Tools, resources, templates or prompts changed: the catalog re-reads them and every
-        session receives the matching ``notifications/*/list_changed``."""
+        session receives the matching ``notifications/*/list_changed``. ``announced`` (``tools``,
+        ``prompts``, ``resources``): listings the backend itself said changed, passed on to the
+        gateway's clients even when what the catalog reads back compares equal."""
 
     def resource_updated(self, uri: str) -> None:
         """The resource with this *local* URI changed: subscribed sessions are notified."""
@@ -163,6 +178,11 @@ class Connector(abc.ABC):
         """What in this connector's config did not fit the backend it found at start (an override
         for an operation the spec lacks ...): it serves anyway; the gateway logs these and
         ``mcp-gateway validate --deep`` reports them."""
+        return ()
+
+    def left_out(self) -> tuple[LeftOut, ...]:
+        """What the backend offers that this connector leaves out on purpose, each with its rule
+        (the connector logs each when it is first left out; ``mcp-gateway list`` reports them)."""
         return ()
 
     def capabilities(self) -> set[str]:

@@ -97,8 +97,8 @@ class _ConnectorEvents:
         self.name = name
         self._relay = RelayGate(lambda: gateway.relay_limits)  # its log messages of no call, to all
 
-    def components_changed(self) -> None:
-        self.gateway.schedule_rebuild()
+    def components_changed(self, announced: frozenset[str] = frozenset()) -> None:
+        self.gateway.schedule_rebuild(announced)
 
     def resource_updated(self, uri: str) -> None:
         self.gateway.subscriptions.resource_updated(self.name, uri)
@@ -166,6 +166,7 @@ class Gateway:
         # listener (the supervisor holds telemetry.metrics_port and merges the workers); set by cli.
         self.metrics_socket: socket.socket | None = None
         self._rebuild_handle: asyncio.Handle | None = None
+        self._announced: frozenset[str] = frozenset()  # listings a backend announced since the last rebuild
         self._background: set[asyncio.Task[Any]] = set()
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -569,17 +570,24 @@ class Gateway:
         out = [s.notify(method) for s in list(self.sessions.values()) if s.state == "ready" and s.host is host]
         return out + self.listeners.broadcast(method, host)
 
-    def schedule_rebuild(self) -> None:
-        """Coalesce change reports: one rebuild per loop iteration however many arrive."""
+    def schedule_rebuild(self, announced: frozenset[str] = frozenset()) -> None:
+        """Coalesce change reports: one rebuild per loop iteration however many arrive.
+        ``announced``: listings a backend said changed (``ConnectorEvents.components_changed``)."""
+        self._announced |= announced
         if self._rebuild_handle is None:
             self._rebuild_handle = asyncio.get_running_loop().call_soon(self._rebuild)
 
     def _rebuild(self) -> None:
         self._rebuild_handle = None
-        self._announce(self.catalog.rebuild(strict=False))
+        announced, self._announced = self._announced, frozenset()
+        changed = self.catalog.rebuild(strict=False)
+        # An upstream's own list_changed reaches /mcp's clients even when the listing reads back
+        # the same (added and removed again): a client connected to it directly is told too.
+        # Endpoints compare their own selection: theirs may not include what the upstream changed.
+        self._announce(changed, {LIST_CHANGED[k] for k in announced if k in LIST_CHANGED})
 
-    def _announce(self, changed: set[str]) -> None:
-        for method in sorted({LIST_CHANGED[k] for k in changed}):
+    def _announce(self, changed: set[str], announced: set[str] | frozenset[str] = frozenset()) -> None:
+        for method in sorted({LIST_CHANGED[k] for k in changed} | announced):
             self.broadcast(method)
         self.endpoints.rebuild(self.spawn, changed)
 

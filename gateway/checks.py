@@ -263,7 +263,7 @@ def _stdio(cfg: MCPConfig, base: Path, where: PathKey) -> list[Problem]:
 class _Silent:
     """The ConnectorEvents of a probe: nobody listens."""
 
-    def components_changed(self) -> None:
+    def components_changed(self, announced: frozenset[str] = frozenset()) -> None:
         pass
 
     def resource_updated(self, uri: str) -> None:

@@ -231,8 +231,14 @@ async def _list(args: argparse.Namespace) -> int:
         if endpoint is not None and endpoint.discovery == "search":
             print(f"endpoint {endpoint.name} (discovery: search) lists find_tools and call_tool; they find "
                   "and call these:", file=sys.stderr)
+        # What a backend offers that its connector leaves out on purpose (an upstream tool with an
+        # invalid x-mcp-header, include/exclude, a rename clash): said here, not only in a log.
+        left_out = [{"connector": name, "kind": item.kind, "name": item.name, "rule": item.rule,
+                     "reason": item.reason}
+                    for name, connector in gateway.connectors.items() for item in connector.left_out()]
         if args.json:
-            print(json.dumps(listing, indent=2, ensure_ascii=False))
+            print(json.dumps({**listing, "leftOut": left_out} if left_out else listing, indent=2,
+                             ensure_ascii=False))
         else:
             for key, items in listing.items():
                 print(f"{key} ({len(items)}):")
@@ -241,6 +247,11 @@ async def _list(args: argparse.Namespace) -> int:
                     extra = f"  [{item['name']}]" if label != item["name"] else ""
                     desc = (item.get("description") or "").splitlines()[0:1]
                     print(f"  {label}{extra}" + (f"  - {desc[0][:80]}" if desc else ""))
+            if left_out:
+                print(f"left out ({len(left_out)}):")
+                for entry in left_out:
+                    print(f"  {entry['connector']}: {entry['kind']} {entry['name']} by rule {entry['rule']}: "
+                          f"{entry['reason']}")
         for name, detail in gateway.failed.items():
             print(f"connector {name} failed to start: {detail}", file=sys.stderr)
         # Started but not up (a database that refused the connection): its listing is incomplete.
@@ -369,7 +380,8 @@ def _parser() -> argparse.ArgumentParser:
                           help="also load specs, connect to databases, upstreams and backends (one line each)")
     listing = sub.add_parser("list", help="print the catalog of a config")
     listing.add_argument("file")
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true",
+                         help="the listings as JSON, and leftOut: what a connector leaves out on purpose, by rule")
     listing.add_argument("--endpoint", metavar="NAME", help="what one endpoint (endpoints:) serves")
     sub.add_parser("audit", help="query the audit log (mcp-gateway audit query --help)", add_help=False)
     sub.add_parser("oauth", help="upstream OAuth grants: list, revoke (mcp-gateway oauth --help)", add_help=False)

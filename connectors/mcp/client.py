@@ -105,6 +105,11 @@ class UpstreamSession:
         # Set for a 2026-07-28 upstream (no handshake, every request stamped).
         self.stamper: Stamper | None = None
         self.cancel_by_close = False
+        # A 2026-07-28 channel: whether the upstream also serves the handshake revisions (a dual-era
+        # server; its legacy callers are then served over an upstream session of their own era,
+        # connectors.mcp.sessions). None: not known yet (``protocol: auto``; the first legacy
+        # caller's call finds out); False under ``protocol: modern``, which forces 2026-07-28.
+        self.dual_era: bool | None = False
 
     @property
     def alive(self) -> bool:

@@ -30,8 +30,9 @@ revision has no ``ping``). Over HTTP a failed request fails alone; the upstream 
 the probe fails. Its change notifications arrive on ``subscriptions/listen``
 (:mod:`connectors.mcp.listen`), which ``subscribe``/``unsubscribe`` re-open with the new set of
 URIs. An ``input_required`` result goes back to the gateway as it is (the gateway asks its caller)
-and the retry's ``inputResponses``/``requestState`` go upstream. An upstream that answers
-``UnsupportedProtocolVersion`` has changed: it is reconnected (its era found again) and the call
+and the retry's ``inputResponses``/``requestState`` go upstream. A dual-era upstream serves each
+caller in its era (a legacy one over an upstream session: :mod:`connectors.mcp.sessions`). An
+upstream that answers ``UnsupportedProtocolVersion`` has changed: it is reconnected (its era found again) and the call
 retried once.
 
 Identity. With an ``oauth`` block the shared session carries the service identity's token; with
@@ -61,6 +62,7 @@ from connectors.base import (
     Connector,
     ConnectorEvents,
     Health,
+    LeftOut,
 )
 from connectors.egress import EgressPolicy, Lookup
 from connectors.instrumentation import NO_INSTRUMENTATION, Instrumentation
@@ -78,13 +80,13 @@ from gateway.protocol.meta import TASKS_EXTENSION
 from gateway.protocol.versions import LATEST_VERSION
 
 from . import controls, mapping, modern
-from .client import Hints, UpstreamSession
+from .client import UpstreamSession
 from .config import MCPConfig
 from .era import open_upstream
 from .listen import Listener
 from .listing import ALL_LISTINGS, fetch_listings
 from .relay import Relay, sole_owner
-from .sessions import CLIENT_INFO, SHARED_CLIENT_CAPS, SessionPool
+from .sessions import CLIENT_INFO, LEGACY_SHARED, SHARED_CLIENT_CAPS, SessionPool
 from .transport import ResponseTooLarge, SessionExpired
 from .turns import SessionTurns
 
@@ -94,6 +96,8 @@ if TYPE_CHECKING:
 __all__ = ["MCPConnector"]
 
 log = logging.getLogger("connectors.mcp")
+# An upstream's notifications/<kind>/list_changed: the listings fetched again.
+_REFRESHED = {"tools": ("tools",), "prompts": ("prompts",), "resources": ("resources", "templates")}
 
 
 class MCPConnector(Connector):
@@ -117,6 +121,7 @@ class MCPConnector(Connector):
         self._header_schemas: dict[str, Any] = {}  # tools with x-mcp-header parameters: their inputSchema
         self._upstream_names: dict[str, str] = {}  # renamed tools: local name → upstream name
         self._problems: tuple[str, ...] = ()
+        self._left_out: tuple[LeftOut, ...] = ()  # upstream tools not served, on purpose (left_out())
         self._listener: Listener | None = None
         self._caps: set[str] | None = None
         self._progress: dict[str, Relay] = {}
@@ -130,6 +135,7 @@ class MCPConnector(Connector):
         self._ping_task: asyncio.Task[None] | None = None
         self._refresh_task: asyncio.Task[None] | None = None
         self._refresh_pending: set[str] = set()
+        self._announced: set[str] = set()  # list_changed kinds the upstream announced, not yet passed on
         self._bg: set[asyncio.Task[Any]] = set()
         self.reconnects = 0
         self._backoff = Backoff(config.reconnect_initial_s, config.reconnect_max_s)
@@ -254,10 +260,11 @@ class MCPConnector(Connector):
 
     def _apply(self, listings: dict[str, list[Any]], modern_upstream: bool) -> None:
         parts: dict[str, Any] = {}
+        unusable: list[LeftOut] = []
         if modern_upstream:
             listings = {k: modern.definitions(v) for k, v in listings.items()}
             if "tools" in listings:
-                listings["tools"] = modern.usable_tools(listings["tools"], self.name)
+                listings["tools"], unusable = modern.usable_tools(listings["tools"], self.name)
         if "tools" in listings:
             tools = mapping.tool_specs(listings["tools"])
             self._header_schemas = {t.name: t.definition["inputSchema"] for t in tools
@@ -267,6 +274,7 @@ class MCPConnector(Connector):
             self._problems = presented.problems
             for problem in presented.problems:
                 log.warning("connector %s: %s", self.name, problem)
+            self._note_left_out((*unusable, *presented.left_out))
         if "resources" in listings:
             parts["resources"] = controls.select_resources(mapping.resource_specs(listings["resources"]), self.config)
         if "templates" in listings:
@@ -276,6 +284,16 @@ class MCPConnector(Connector):
         if "prompts" in listings:
             parts["prompts"] = controls.select_prompts(mapping.prompt_specs(listings["prompts"]), self.config)
         self.components = replace(self.components, **parts)
+
+    def _note_left_out(self, left: tuple[LeftOut, ...]) -> None:
+        # Logged once each: a warning for a fault upstream or in overrides, info for include/exclude.
+        for item in controls.newly_left_out(self._left_out, left):
+            log.log(logging.INFO if item.rule in ("include", "exclude") else logging.WARNING,
+                    "upstream %s: tool %r left out by rule %s: %s", self.name, item.name, item.rule, item.reason)
+        self._left_out = left
+
+    def left_out(self) -> tuple[LeftOut, ...]:
+        return self._left_out
 
     def _clear(self) -> None:
         self.components = Components()
@@ -314,10 +332,11 @@ class MCPConnector(Connector):
             elif self.events is not None:
                 self.events.log(level, data, logger)
         elif method.endswith("/list_changed"):
-            if session is self._shared:
-                kind = method.split("/")[1]
-                self._schedule_refresh({"tools"} if kind == "tools" else {"prompts"} if kind == "prompts"
-                                       else {"resources", "templates"})
+            # From the listen stream or any session (an SDK server announces on the session whose
+            # request made the change); passed on even if the lists read back the same.
+            kind = method.split("/")[1]
+            if kind in _REFRESHED:
+                self._schedule_refresh(set(_REFRESHED[kind]), frozenset({kind}))
         elif method == "notifications/resources/updated":
             uri = params.get("uri")
             if isinstance(uri, str) and self.events is not None:
@@ -412,8 +431,8 @@ class MCPConnector(Connector):
                         self.name, failure.attempts, error, failure.delay_s)
         return failure.delay_s
 
-    def _schedule_refresh(self, which: set[str]) -> None:
-        self._refresh_pending |= which
+    def _schedule_refresh(self, which: set[str], announced: frozenset[str] = frozenset()) -> None:
+        self._refresh_pending, self._announced = self._refresh_pending | which, self._announced | announced
         if self._refresh_task is None or self._refresh_task.done():
             self._refresh_task = asyncio.create_task(self._refresh_loop(), name=f"mcp-refresh-{self.name}")
 
@@ -424,6 +443,7 @@ class MCPConnector(Connector):
             if session is None:
                 return  # the reconnect fetches everything anyway
             which, self._refresh_pending = self._refresh_pending, set()
+            announced, self._announced = frozenset(self._announced), set()
             try:
                 listings = await fetch_listings(session, which, self._timeout or 30.0, self.config.max_pages)
             except ProtocolError as exc:  # control flow: keep the listings we have, say why
@@ -433,7 +453,7 @@ class MCPConnector(Connector):
                 return  # lost meanwhile: stale listings must not resurrect its components
             self._apply(listings, session.modern)
             if self.events is not None:
-                self.events.components_changed()
+                self.events.components_changed(announced)
 
     async def _ping_loop(self) -> None:
         interval = self.config.ping_interval_s
@@ -493,7 +513,7 @@ class MCPConnector(Connector):
                 hints = None
                 sent = params
                 if session.modern:
-                    hints = self._hints(method, params, ctx)
+                    hints = modern.hints(method, params, ctx.session, self._header_schemas)
                     sent = modern.with_input_responses(method, dict(params), ctx.params)
                 try:
                     async with self._turn(session, ctx):
@@ -536,13 +556,6 @@ class MCPConnector(Connector):
         if turns is None:
             turns = self._turns[session] = SessionTurns()
         return turns.turn(ctx.session.id)
-
-    def _hints(self, method: str, params: dict[str, Any], ctx: CallContext) -> Hints:
-        schema = self._header_schemas.get(params.get("name", "")) if method == "tools/call" else None
-        # The caller's capabilities: only it can answer what the upstream asks (the gateway passes
-        # an input request on, or asks the caller over its session), so the upstream must not ask
-        # for more, and must refuse (-32021) a call that needs what the caller lacks.
-        return Hints(modern.caller_log_level(ctx.session), schema, modern.caller_capabilities(ctx.session))
 
     async def _wait_reconnect(self) -> bool:
         task = self._reconnect_task
@@ -627,6 +640,7 @@ class MCPConnector(Connector):
     def roots_changed(self, session: SessionHandle) -> None:
         """A downstream client's roots changed: tell the upstream session(s) that may ask for them."""
         targets = [self._clients.get(session.id)] if self.config.session == "per_client" else [self._shared]
+        targets.append(self._clients.get(LEGACY_SHARED))  # a dual-era upstream's legacy callers' session
         for upstream in targets:
             # (2026-07-28 has no roots/list_changed: a modern upstream asks for roots per request.)
             if upstream is not None and upstream.alive and not upstream.modern:

@@ -22,13 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from connectors.base import PromptSpec, ResourceSpec, ResourceTemplateSpec, ToolSpec
-from connectors.config import ToolOverride
+from connectors.base import LeftOut, PromptSpec, ResourceSpec, ResourceTemplateSpec, ToolSpec
+from connectors.config import ToolOverride, glob_match
 from gateway.protocol.portable_schema import portable_schema
 
 from .config import MCPConfig
 
-__all__ = ["PresentedTools", "present_tools", "select_prompts", "select_resources", "select_templates",
+__all__ = ["PresentedTools", "present_tools", "newly_left_out", "select_prompts", "select_resources", "select_templates",
            "serves_uri"]
 
 
@@ -37,6 +37,14 @@ class PresentedTools:
     tools: tuple[ToolSpec, ...]
     upstream_names: dict[str, str]  # local name → upstream name, renamed tools only
     problems: tuple[str, ...]
+    left_out: tuple[LeftOut, ...] = ()  # upstream tools include/exclude or a rename clash left out
+
+
+def _unserved(kind: str, name: str, config: MCPConfig) -> LeftOut:
+    include: tuple[str, ...] = getattr(config.include, kind)
+    if include and not glob_match(name, include):
+        return LeftOut(kind, name, "include", f"matches none of include.{kind} {list(include)}")
+    return LeftOut(kind, name, "exclude", f"matches exclude.{kind} {list(getattr(config.exclude, kind))}")
 
 
 def present_tools(specs: tuple[ToolSpec, ...], config: MCPConfig) -> PresentedTools:
@@ -46,8 +54,10 @@ def present_tools(specs: tuple[ToolSpec, ...], config: MCPConfig) -> PresentedTo
     taken: dict[str, str] = {}  # local name → upstream name
     # Tools keeping their own name claim it first: a rename never hides an upstream tool.
     ordered = sorted(specs, key=lambda s: (s.name in config.overrides and config.overrides[s.name].name is not None))
+    left: list[LeftOut] = []
     for spec in ordered:
         if not config.serves("tools", spec.name):
+            left.append(_unserved("tools", spec.name, config))
             continue
         override = config.overrides.get(spec.name)
         definition = _presented(spec.definition, override) if override else dict(spec.definition)
@@ -58,6 +68,8 @@ def present_tools(specs: tuple[ToolSpec, ...], config: MCPConfig) -> PresentedTo
         if local in taken:
             problems.append(f"overrides: {spec.name!r} renamed to {local!r}, which upstream tool {taken[local]!r} "
                             "already has; it is not served")
+            left.append(LeftOut("tools", spec.name, "overrides", f"renamed to {local!r}, which upstream tool "
+                                f"{taken[local]!r} already has"))
             continue
         taken[local] = spec.name
         if local != spec.name:
@@ -66,7 +78,13 @@ def present_tools(specs: tuple[ToolSpec, ...], config: MCPConfig) -> PresentedTo
     listed = {s.name for s in specs}
     problems += [f"overrides: the upstream has no tool {name!r}" for name in config.overrides if name not in listed]
     out.sort(key=lambda s: s.name)
-    return PresentedTools(tuple(out), renamed, tuple(problems))
+    return PresentedTools(tuple(out), renamed, tuple(problems), tuple(left))
+
+
+def newly_left_out(before: tuple[LeftOut, ...], now: tuple[LeftOut, ...]) -> list[LeftOut]:
+    """What ``now`` leaves out that ``before`` did not (by name and rule): each is logged once."""
+    seen = {(item.name, item.rule) for item in before}
+    return [item for item in now if (item.name, item.rule) not in seen]
 
 
 def _presented(definition: dict[str, Any], override: ToolOverride) -> dict[str, Any]:

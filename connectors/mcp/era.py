@@ -23,6 +23,14 @@ era, per the connector's ``protocol`` setting:
   -32022 naming 2026-07-28 (a slow stdio server answered the timed-out probe after all, which
   fixed its connection's era), the probe is sent once more.
 
+A 2026-07-28 server may serve the handshake revisions too (a dual-era server: the official SDK 2.x
+by default). Under ``auto`` the connector serves such an upstream to each caller in the caller's own
+era (a legacy caller over an upstream session, :mod:`connectors.mcp.sessions`), so a tool that asks
+mid-call over its session keeps its back-channel. ``UpstreamSession.dual_era`` says what is known:
+True when the DiscoverResult lists a handshake revision, else None until the first legacy caller's
+call tries ``initialize`` (the SDK's DiscoverResult lists 2026-07-28 alone). ``modern`` sets False:
+every caller is served statelessly.
+
 The era is found again on every (re)connect: an upstream may have been upgraded meanwhile.
 """
 
@@ -122,7 +130,7 @@ async def open_upstream(session: UpstreamSession, mode: Mode, stamp: ModernStamp
                 continue
             if found.modern:
                 assert found.result is not None
-                _adopt(session, found.result)
+                _adopt(session, found.result, dual=mode == "auto")
                 return
             if mode == "modern":
                 raise BackendUnavailable(f"upstream {session.name} is not a {MODERN_VERSIONS[-1]} server "
@@ -162,8 +170,14 @@ async def _probe(session: UpstreamSession, stamp: ModernStamp, timeout_s: float)
     return verdict(session.name, outcome, http=stamp.http)
 
 
-def _adopt(session: UpstreamSession, result: Mapping[str, Any]) -> None:
+def _adopt(session: UpstreamSession, result: Mapping[str, Any], *, dual: bool) -> None:
     version = MODERN_VERSIONS[-1]
+    # ``protocol: modern`` forces the stateless revision on every caller: no dual era then. Under
+    # ``auto`` a DiscoverResult listing a handshake revision too says so; one that does not proves
+    # nothing (the SDK lists only 2026-07-28 while serving both): the first legacy call finds out.
+    listed = result.get("supportedVersions")
+    session.dual_era = (True if isinstance(listed, list) and any(v in LEGACY_VERSIONS for v in listed) else None) \
+        if dual else False
     session.protocol_version = version
     session.transport.protocol_version = version
     caps = result.get("capabilities")

@@ -17,7 +17,7 @@ A modern upstream has no session and no ``initialize``: every request says who t
   :func:`~gateway.protocol.headers.expected_headers`.
 
 Also here: which upstream tools may be listed at all (:func:`usable_tools`: a tool whose
-``x-mcp-header`` annotations are invalid is left out, with a warning naming it and why), what of a
+``x-mcp-header`` annotations are invalid is left out, and the connector logs and reports it), what of a
 modern listing page must not become part of a stored definition (:func:`definitions`), what a
 retry of a multi round-trip request carries upstream (:func:`with_input_responses`), and the
 caller's log level (:func:`caller_log_level`).
@@ -25,11 +25,11 @@ caller's log level (:func:`caller_log_level`).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from connectors.base import LeftOut
 from gateway.protocol.errors import UNSUPPORTED_PROTOCOL_VERSION, ProtocolError
 from gateway.protocol.headers import expected_headers, x_mcp_header_params, x_mcp_header_problems
 from gateway.protocol.meta import LOG_LEVELS, TASKS_EXTENSION, request_meta_fields
@@ -40,9 +40,7 @@ from .client import Hints
 from .mapping import RESERVED_META
 
 __all__ = ["ModernStamp", "MRTR_METHODS", "modern_capabilities", "usable_tools", "has_header_params", "definitions",
-           "with_input_responses", "caller_log_level", "caller_capabilities", "supported_versions"]
-
-log = logging.getLogger("connectors.mcp")
+           "with_input_responses", "caller_log_level", "caller_capabilities", "supported_versions", "hints"]
 
 # The requests a modern server may answer with an InputRequiredResult (mrtr.mdx).
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
@@ -83,20 +81,22 @@ class ModernStamp:
         return out, expected_headers({"method": method, "params": out}, schema)
 
 
-def usable_tools(items: list[Any], upstream: str) -> list[Any]:
+def usable_tools(items: list[Any], upstream: str) -> tuple[list[Any], list[LeftOut]]:
     """``items`` without the tools whose ``x-mcp-header`` annotations are invalid (a client
-    must not list them: streamable-http.mdx, "Schema Extension"), each logged with its reasons."""
-    out = []
+    must not list them: streamable-http.mdx, "Schema Extension"), and those left out, each with
+    its reasons (the connector logs and reports them)."""
+    out: list[Any] = []
+    left: list[LeftOut] = []
     for item in items:
         if isinstance(item, dict):
             schema = item.get("inputSchema")
             problems = x_mcp_header_problems(schema if isinstance(schema, Mapping) else None)
             if problems:
-                log.warning("upstream %s: tool %r left out: invalid x-mcp-header annotation: %s", upstream,
-                            item.get("name"), "; ".join(problems))
+                left.append(LeftOut("tools", str(item.get("name")), "x-mcp-header",
+                                    "invalid x-mcp-header annotation: " + "; ".join(problems)))
                 continue
         out.append(item)
-    return out
+    return out, left
 
 
 def has_header_params(input_schema: object) -> bool:
@@ -121,6 +121,16 @@ def with_input_responses(method: str, params: dict[str, Any], caller: Mapping[st
             if key in caller:
                 params[key] = caller[key]
     return params
+
+
+def hints(method: str, params: Mapping[str, Any], session: object, header_schemas: Mapping[str, Any]) -> Hints:
+    """What a forwarded request of the caller ``session`` is stamped with: its log level, the
+    called tool's inputSchema when it has ``x-mcp-header`` parameters (``header_schemas``), and
+    the caller's capabilities: only the caller can answer what the upstream asks (the gateway
+    passes an input request on, or asks it over its session), so the upstream must not ask for
+    more, and must refuse (-32021) a call that needs what the caller lacks."""
+    schema = header_schemas.get(params.get("name", "")) if method == "tools/call" else None
+    return Hints(caller_log_level(session), schema, caller_capabilities(session))
 
 
 def caller_capabilities(session: object) -> dict[str, Any]:

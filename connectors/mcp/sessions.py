@@ -5,10 +5,19 @@
 * ``per_client`` (legacy upstreams): one session per downstream session (key: its id), opened on
   its first call with that client's capabilities and bound to it (an upstream request with no
   call in flight goes to the bound client), closed in :meth:`SessionPool.closed`;
+* a dual-era upstream (a 2026-07-28 channel, ``protocol: auto``, that also accepts ``initialize``:
+  found on the first legacy caller's call, :meth:`SessionPool._open_own_era`) serves each caller in its own era: a 2026-07-28 caller
+  over the stateless shared channel, a legacy caller over an upstream *session*, so a tool that
+  asks mid-call (``ctx.elicit``, ``create_message``, ``list_roots``) keeps its back-channel. With
+  ``session: shared`` every legacy caller shares one such session (key :data:`LEGACY_SHARED`,
+  opened on the first legacy call), with ``per_client`` each downstream session gets its own
+  (key: its id, as for a legacy upstream). Over stdio a session is a connection, and a connection
+  is a process: the legacy session is a second process of the upstream command;
 * upstream identity (``identity: user|exchange`` or ``credentials.per_principal``,
   :mod:`connectors.oauth.identity`): one session per principal (key ``principal:<name>``)
   carrying that principal's credential; for a 2026-07-28 upstream a request channel adopting the
-  shared one's era (:func:`~connectors.mcp.identity.adopt_channel`). At most
+  shared one's era (:func:`~connectors.mcp.identity.adopt_channel`), and besides it, for a legacy
+  caller of a dual-era upstream, a legacy session (key ``legacy-principal:<name>``). At most
   :data:`MAX_PRINCIPAL_SESSIONS` are kept: past that the least recently used one is closed.
 
 Opening is single-flight per key (a lock): concurrent first calls share one session. The pool
@@ -21,6 +30,7 @@ to the caller, which asks for the authorization and retries.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,23 +39,50 @@ import aiohttp
 
 from connectors.egress import EgressPolicy
 from connectors.oauth.identity import UpstreamIdentity
-from gateway.protocol.errors import BackendUnavailable
+from gateway.protocol.errors import BackendUnavailable, ProtocolError
+from gateway.protocol.versions import is_modern
 
-from .client import SessionHandler, TransportFactory, UpstreamSession
+from .client import SessionHandler, TransportFactory, UpstreamSession, opening_error
 from .config import MCPConfig
 from .factory import transport_factory
 from .identity import adopt_channel
+from .transport import HTTPStatusError
+
+log = logging.getLogger("connectors.mcp")
 
 if TYPE_CHECKING:
     from gateway.context import CallContext, SessionHandle
 
-__all__ = ["SessionPool", "SHARED_CLIENT_CAPS", "CLIENT_INFO", "MAX_PRINCIPAL_SESSIONS"]
+__all__ = ["SessionPool", "SHARED_CLIENT_CAPS", "CLIENT_INFO", "MAX_PRINCIPAL_SESSIONS", "LEGACY_SHARED",
+           "legacy_caller"]
 
 SHARED_CLIENT_CAPS: dict[str, Any] = {"sampling": {}, "elicitation": {"form": {}, "url": {}},
                                        "roots": {"listChanged": True}}
 CLIENT_INFO: dict[str, Any] = {"name": "mcp-gateway", "version": "0.1.0"}
 # Per-principal upstream sessions kept open (identity user/exchange, per-principal credentials).
 MAX_PRINCIPAL_SESSIONS = 1000
+# The key of the one upstream session the legacy callers of a dual-era upstream share
+# (``session: shared``); downstream session ids never contain a colon.
+LEGACY_SHARED = "legacy:shared"
+
+
+def legacy_caller(ctx: CallContext) -> bool:
+    """Whether ``ctx``'s caller speaks a handshake revision (it has a session of its own)."""
+    version = getattr(ctx.session, "protocol_version", None)
+    return not (isinstance(version, str) and is_modern(version))
+
+
+def _in_own_era(shared: UpstreamSession, ctx: CallContext) -> bool:
+    """Whether ``ctx``'s call goes to a (possibly) dual-era upstream over a legacy session."""
+    return shared.modern and shared.dual_era is not False and legacy_caller(ctx)
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether an ``initialize`` failed because the upstream serves no handshake revision (a JSON-RPC
+    error such as -32022, an HTTP 4xx), as opposed to being unreachable or slow."""
+    if isinstance(exc, HTTPStatusError):
+        return 400 <= exc.status < 500
+    return isinstance(exc, ProtocolError) and not isinstance(exc, BackendUnavailable)
 
 
 class SessionPool:
@@ -80,6 +117,33 @@ class SessionPool:
         await session.open(self.config.connect_timeout_s)
         return session
 
+    async def _open_own_era(self, shared: UpstreamSession, capabilities: dict[str, Any],
+                            ctx: CallContext | None = None) -> UpstreamSession | None:
+        """A legacy session to the 2026-07-28 upstream of ``shared``, or None when it refuses the
+        handshake (a modern-only server: ``shared.dual_era`` becomes False, and its legacy callers
+        are bridged over the stateless channel from then on). The first one settles the question:
+        ``server/discover`` does not tell (the SDK lists only 2026-07-28 in it while serving both)."""
+        session = UpstreamSession(self.name, self.transport_factory(ctx), self.handler, client_info=CLIENT_INFO,
+                                  capabilities=capabilities)
+        timeout_s = self.config.connect_timeout_s
+        try:
+            await session.connect(timeout_s)
+            await session.handshake(timeout_s)
+        except BaseException as exc:
+            await session.close()
+            if not _refused(exc):
+                raise opening_error(self.name, exc, f"did not initialize within {timeout_s:g}s") from None
+            if shared.dual_era is None:
+                log.info("upstream %s serves 2026-07-28 only (initialize: %s): its legacy callers are bridged "
+                         "over 2026-07-28", self.name, exc)
+            shared.dual_era = False
+            return None
+        if shared.dual_era is None:
+            log.info("upstream %s serves both eras: legacy callers reach it over an upstream session (%s)",
+                     self.name, session.protocol_version)
+        shared.dual_era = True
+        return session
+
     async def session_for(self, shared: UpstreamSession | None, ctx: CallContext, down_detail: str) -> UpstreamSession:
         """The session serving ``ctx``'s call; ``shared``: the connector's (None: it is down,
         ``down_detail`` says why)."""
@@ -87,27 +151,39 @@ class SessionPool:
             raise BackendUnavailable.connector_down(self.name, down_detail)
         if self.identity.per_principal:
             return await self._principal_session(shared, ctx)
-        if self.config.session == "shared" or shared.modern:
+        own_era = _in_own_era(shared, ctx)
+        if shared.modern and not own_era or not shared.modern and self.config.session == "shared":
             return shared
-        sid = ctx.session.id
-        session = self.clients.get(sid)
+        per_client = self.config.session == "per_client"
+        key = ctx.session.id if per_client else LEGACY_SHARED
+        session = self.clients.get(key)
         if session is not None and session.alive:
             return session
-        lock = self._locks.setdefault(sid, asyncio.Lock())
+        lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
-            session = self.clients.get(sid)
+            session = self.clients.get(key)
             if session is None or not session.alive:
-                caps = dict(ctx.session.client_capabilities or {})
-                session = await self._open(caps)
-                self.clients[sid] = session
-                self._bindings[session] = ctx.session
+                # A shared legacy session declares what the gateway can relay for any caller
+                # (each ask goes to the caller whose call it belongs to), as the shared one does.
+                caps = dict(ctx.session.client_capabilities or {}) if per_client else dict(SHARED_CLIENT_CAPS)
+                if own_era:
+                    opened = await self._open_own_era(shared, caps)
+                    if opened is None:
+                        return shared
+                    session = opened
+                else:
+                    session = await self._open(caps)
+                self.clients[key] = session
+                if per_client:
+                    self._bindings[session] = ctx.session
         return session
 
     async def _principal_session(self, shared: UpstreamSession, ctx: CallContext) -> UpstreamSession:
         """The session (legacy) or request channel (modern) carrying the caller's credential (at
         most ``MAX_PRINCIPAL_SESSIONS``: the least recently used one is closed past that)."""
         self.identity.auth_for(ctx)  # refused here without a credential; the caller's JWT kept current
-        key = self.identity.session_key(ctx)
+        own_era = _in_own_era(shared, ctx)
+        key = ("legacy-" if own_era else "") + self.identity.session_key(ctx)
         session = self.clients.pop(key, None)
         if session is not None:
             self.clients[key] = session  # most recently used last
@@ -116,14 +192,19 @@ class SessionPool:
         async with self._locks.setdefault(key, asyncio.Lock()):
             session = self.clients.get(key)
             if session is None or not session.alive:
-                if shared.modern:  # no handshake: the shared channel's era, this principal's credential
+                if shared.modern and not own_era:  # no handshake: the shared channel's era, this principal's credential
                     session = UpstreamSession(self.name, self.transport_factory(ctx), self.handler,
                                               client_info=CLIENT_INFO, capabilities=SHARED_CLIENT_CAPS)
                     adopt_channel(session, shared)
+                elif own_era:
+                    opened = await self._open_own_era(shared, dict(ctx.session.client_capabilities or {}), ctx)
+                    if opened is None:  # modern only after all: this principal's stateless channel
+                        return await self._principal_session(shared, ctx)
+                    session = opened
                 else:
                     session = await self._open(dict(ctx.session.client_capabilities or {}), ctx)
                 self.clients[key] = session
-                principals = [k for k in self.clients if k.startswith("principal:")]
+                principals = [k for k in self.clients if k.startswith(("principal:", "legacy-principal:"))]
                 for stale in principals[:max(0, len(principals) - MAX_PRINCIPAL_SESSIONS)]:
                     self._spawn(self.clients.pop(stale).close())
         return session

@@ -20,7 +20,8 @@ does (``dist/index.js server --help``, ``client --help``, the package README):
 * Output: ``=== Running scenario: NAME ===`` then ``Results saved to DIR`` per scenario (DIR under
   ``-o``, holding ``checks.json``: a list of checks with ``id``, ``status`` SUCCESS / FAILURE /
   WARNING / ..., ``errorMessage``), then ``=== SUMMARY ===`` with one ``✓|✗ NAME: P passed, F
-  failed`` line per scenario. A scenario passes when none of its checks failed (warnings are SHOULDs).
+  failed`` line per scenario. A scenario passes when none of its checks failed (warnings are SHOULDs,
+  read from ``checks.json``: :meth:`Run.warnings`).
 
 :func:`run_server` and :func:`run_client` run one invocation and return a :class:`Run`.
 """
@@ -80,6 +81,7 @@ class Scenario:
     checks_passed: int
     checks_failed: int
     failures: tuple[str, ...] = ()  # "check-id: message" of each failed check
+    warnings: tuple[str, ...] = ()  # the ids of its checks that ended in a WARNING (a SHOULD not met)
 
 
 @dataclass
@@ -106,6 +108,11 @@ class Run:
         at = self.output.find("=== SUMMARY ===")
         return self.output[at:] if at >= 0 else self.output[-4000:]
 
+    def warnings(self, scored_only: bool = True) -> set[str]:
+        """``scenario:check-id`` of every check that ended in a WARNING."""
+        return {f"{n}:{w}" for n, s in self.scenarios.items() if not scored_only or self.counted(n)
+                for w in s.warnings}
+
     def report(self) -> str:
         """The verdicts as lines a person reads: scored scenarios first, each failure with its checks."""
         lines: list[str] = []
@@ -124,12 +131,18 @@ _SAVED = re.compile(r"^Results saved to (.+)$")
 _SINGLE = re.compile(r"^Passed: (\d+)/(\d+), (\d+) failed")  # a one-scenario run prints no summary
 
 
-def _failures(directory: Path | None) -> tuple[str, ...]:
+def _checks(directory: Path | None) -> list[dict[str, object]]:
     checks = (directory or Path("/nonexistent")) / "checks.json"
-    if not checks.exists():
-        return ()
+    return json.loads(checks.read_text()) if checks.exists() else []
+
+
+def _failures(directory: Path | None) -> tuple[str, ...]:
     return tuple(f"{c.get('id')}: {c.get('errorMessage', '')}"[:300]
-                 for c in json.loads(checks.read_text()) if c.get("status") == "FAILURE")
+                 for c in _checks(directory) if c.get("status") == "FAILURE")
+
+
+def _warnings(directory: Path | None) -> tuple[str, ...]:
+    return tuple(sorted({str(c.get("id")) for c in _checks(directory) if c.get("status") == "WARNING"}))
 
 
 def _parse(output: str) -> dict[str, Scenario]:
@@ -152,10 +165,11 @@ def _parse(output: str) -> dict[str, Scenario]:
         elif in_summary and (m := _SUMMARY.match(line)):
             mark, name, ok, bad = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
             failures = _failures(saved.get(name)) if mark == "✗" else ()
-            scenarios[name] = Scenario(name, mark == "✓", ok, bad, failures)
+            scenarios[name] = Scenario(name, mark == "✓", ok, bad, failures, _warnings(saved.get(name)))
     if not in_summary and single is not None and current is not None:
         ok, bad = single
-        scenarios[current] = Scenario(current, bad == 0, ok, bad, _failures(saved.get(current)) if bad else ())
+        scenarios[current] = Scenario(current, bad == 0, ok, bad, _failures(saved.get(current)) if bad else (),
+                                      _warnings(saved.get(current)))
     return scenarios
 
 

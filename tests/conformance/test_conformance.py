@@ -5,6 +5,9 @@ server (:mod:`tests.conformance.upstream_fixture`), through the gateway and dire
   every active server scenario against the gateway, which chains the reference with an ``mcp``
   connector and an empty prefix, so the suite sees the reference's names unchanged. Failures other
   than those listed in ``baseline.yml`` (and baseline entries that now pass) fail the test.
+* Every run through the gateway is compared with the same run directly against the reference
+  (:func:`assert_as_clean_as_directly`): what passes directly passes through the gateway, and no
+  check warns through the gateway that does not directly.
 * 2026-07-28, directly: ``conformance server --requirements 2026-07-28`` (0.2.x) against the
   reference itself, served dual-era and modern-only, to know what the reference passes before the
   gateway stands in front of it; then the same requirement set through the gateway.
@@ -72,15 +75,53 @@ async def through_gateway(upstream: str, era: str = "dual") -> AsyncIterator[str
         yield gw.mcp_url
 
 
+# Runs directly against the reference, by (revision, era): measured once per module, compared with
+# every run through the gateway.
+_DIRECT: dict[tuple[str, str], harness.Run] = {}
+
+
+async def direct_run(revision: str, era: str, tmp_path: Path) -> harness.Run:
+    """The server scenarios of ``revision`` (2025-11-25: suite 0.1.16; 2026-07-28: the 0.2.x
+    requirement set) run directly against the reference served ``era``."""
+    if (revision, era) not in _DIRECT:  # (tests run one at a time: no two fill it at once)
+        out = tmp_path / "direct"
+        out.mkdir()
+        async with reference(era) as url:
+            if revision == MODERN:
+                _DIRECT[revision, era] = await harness.run_server(url, out, requirement=MODERN)
+            else:
+                _DIRECT[revision, era] = await harness.run_server(url, out, package=harness.STABLE,
+                                                                  spec_version=revision)
+    return _DIRECT[revision, era]
+
+
+def assert_as_clean_as_directly(direct: harness.Run, through: harness.Run) -> None:
+    """Every scenario that passes directly passes through the gateway, and no check warns through
+    the gateway that does not warn directly (the tasks extension aside: the reference lacks it)."""
+    lost = set(direct.passing(False)) - set(through.passing(False))
+    assert not lost, f"pass directly, fail through the gateway: {sorted(lost)}\n{through.report()}"
+    new_warnings = {w for w in through.warnings(False) - direct.warnings(False) if not w.startswith("tasks-")}
+    assert not new_warnings, f"warnings through the gateway only: {sorted(new_warnings)}"
+
+
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("upstream", ["stdio", "streamable_http"])
 async def test_conformance_suite_through_the_gateway(upstream: str, tmp_path: Path) -> None:
+    """2025-11-25 through the gateway chaining the dual-era reference, whose sampling and
+    elicitation tools ask over the session (issue 25: a legacy caller reaches them over an upstream
+    session, not the stateless revision): every scenario passes, as it does directly."""
+    direct = await direct_run("2025-11-25", "dual", tmp_path)
     async with through_gateway(upstream) as url:
         run = await harness.run_server(url, tmp_path, package=harness.STABLE, spec_version="2025-11-25",
                                        expected_failures=HERE / "baseline.yml")
+    print(f"conformance {harness.STABLE.version} --spec-version 2025-11-25: directly {len(direct.passing())}/"
+          f"{len(direct.scenarios)}, through the gateway ({upstream}) {len(run.passing())}/{len(run.scenarios)}")
     assert run.returncode == 0, f"conformance failed (exit {run.returncode}):\n{run.summary}"
     assert "Baseline check passed" in run.output, run.summary
     assert run.scenarios and not run.failing(), run.report()
+    assert {"tools-call-sampling", "tools-call-elicitation", "elicitation-sep1034-defaults",
+            "elicitation-sep1330-enums"} <= set(run.passing())
+    assert_as_clean_as_directly(direct, run)
 
 
 @pytest.mark.timeout(300)
@@ -100,13 +141,18 @@ async def test_2026_requirements_directly_against_the_sdk_reference(era: str, tm
 async def test_2026_requirements_through_the_gateway(upstream: str, era: str, tmp_path: Path) -> None:
     """Every scored 2026-07-28 scenario the reference passes directly (all of them: see
     REFERENCE_2026_PASSES) passes with the gateway in front of it, chaining it unprefixed."""
+    direct = await direct_run(MODERN, era, tmp_path)
     async with through_gateway(upstream, era) as url:
         run = await harness.run_server(url, tmp_path, requirement=MODERN)
-    print(f"conformance {harness.NEXT.version} --requirements {MODERN} through the gateway "
-          f"({upstream} upstream served {era}):\n{run.report()}")
+    print(f"conformance {harness.NEXT.version} --requirements {MODERN}: directly {len(direct.passing())}/"
+          f"{len(run.scored or ())}, through the gateway ({upstream} upstream served {era}) "
+          f"{len(run.passing())}:\n{run.report()}")
     assert run.scored is not None and set(run.scored) <= set(run.scenarios), "a required scenario did not run"
     assert set(run.passing()) >= set(run.scored), run.report()
     assert len(run.scored) >= REFERENCE_2026_PASSES
+    # server-stateless: the diagnostic tools are listed and the list_changed SHOULDs are met (issue 25)
+    assert not run.scenarios["server-stateless"].warnings, run.scenarios["server-stateless"]
+    assert_as_clean_as_directly(direct, run)
 
 
 def modern_client_scenarios() -> list[str]:

@@ -5,6 +5,13 @@ tools, the ``test://`` resources and resource template, the ``test_*`` prompts, 
 subscriptions and logging. The 2025-11-25 suite runs *through the gateway*, which chains it with
 an empty prefix, so the suite sees these exact names on the gateway's endpoint.
 
+It stands in for the SDK's own reference, ``examples/servers/everything-server`` of the SDK's
+repository, which neither the ``mcp`` wheel nor the npm conformance packages ship: like it, it is
+dual-era (the SDK's default) and asks the way the reference does for each revision's scenarios —
+over the session, mid-call, in the 2025-11-25 tools (``test_sampling``, ``test_elicitation*``: a
+2026-07-28 request has no back-channel for that), with an ``InputRequiredResult`` in the 2026-07-28
+ones (``test_input_required_result_*``, ``test_streaming_elicitation``).
+
 Run: ``python upstream_fixture.py`` (stdio) or ``python upstream_fixture.py --http PORT``, with
 ``--era dual|legacy|modern`` (:mod:`tests.sdk_server`; ``dual``, the SDK's own behaviour, by default).
 """
@@ -21,7 +28,7 @@ from typing import Annotated, Any
 
 from mcp import MCPError, types
 from mcp.server import ServerRequestContext
-from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve, Sample
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import Prompt, UserMessage
 from pydantic import BaseModel, Field
 
@@ -113,13 +120,17 @@ async def test_tool_with_progress(ctx: Context) -> str:
     return str(meta.get("progress_token", 0) if meta else 0)
 
 
-def _ask_llm(prompt: str) -> Sample:
-    return Sample([types.SamplingMessage(role="user", content=_text(prompt))], max_tokens=100)
-
-
+# The 2025-11-25 scenarios' tools ask the way the official reference server's do: over the session,
+# mid-call (ctx.session.create_message, ctx.elicit), which needs the session's back-channel; any
+# failure (no back-channel: a 2026-07-28 request) is returned as text, as the reference does.
 @mcp.tool()
-async def test_sampling(prompt: str, result: Annotated[types.CreateMessageResult, Resolve(_ask_llm)]) -> str:
-    """Asks the client for an LLM completion of `prompt`."""
+async def test_sampling(prompt: str, ctx: Context) -> str:
+    """Asks the client for an LLM completion of `prompt` (over the session)."""
+    try:
+        result = await ctx.session.create_message(messages=[types.SamplingMessage(role="user", content=_text(prompt))],
+                                                  max_tokens=100, related_request_id=ctx.request_id)
+    except Exception as exc:
+        return f"Sampling not supported or error: {exc}"
     content = result.content
     return f"LLM response: {content.text if isinstance(content, types.TextContent) else 'No response'}"
 
@@ -129,16 +140,19 @@ class UserResponse(BaseModel):
     email: str = Field(description="User's email address")
 
 
-def _ask_user(message: str) -> Elicit[UserResponse]:
-    return Elicit(message, UserResponse)
+async def _ask_over_session(ctx: Context, message: str, schema: type[BaseModel], done: str) -> str:
+    try:
+        result = await ctx.elicit(message, schema)
+    except Exception as exc:
+        return f"Elicitation not supported or error: {exc}"
+    content = result.data.model_dump_json() if result.action == "accept" else "{}"
+    return f"{done}: action={result.action}, content={content}"
 
 
 @mcp.tool()
-async def test_elicitation(message: str,
-                           result: Annotated[ElicitationResult[UserResponse], Resolve(_ask_user)]) -> str:
-    """Asks the user for input."""
-    content = result.data.model_dump_json() if result.action == "accept" else "{}"
-    return f"User response: action={result.action}, content={content}"
+async def test_elicitation(message: str, ctx: Context) -> str:
+    """Asks the user for input (over the session)."""
+    return await _ask_over_session(ctx, message, UserResponse, "User response")
 
 
 class Defaults(BaseModel):
@@ -150,16 +164,10 @@ class Defaults(BaseModel):
     verified: bool = Field(default=True, description="Verification status")
 
 
-def _ask_defaults() -> Elicit[Defaults]:
-    return Elicit("Please provide user information", Defaults)
-
-
 @mcp.tool()
-async def test_elicitation_sep1034_defaults(
-        result: Annotated[ElicitationResult[Defaults], Resolve(_ask_defaults)]) -> str:
-    """Elicitation whose schema has defaults for every primitive type (SEP-1034)."""
-    content = result.data.model_dump_json() if result.action == "accept" else "{}"
-    return f"Elicitation completed: action={result.action}, content={content}"
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    """Elicitation whose schema has defaults for every primitive type (SEP-1034), over the session."""
+    return await _ask_over_session(ctx, "Please provide user information", Defaults, "Elicitation completed")
 
 
 class Enums(BaseModel):
@@ -177,16 +185,11 @@ class Enums(BaseModel):
         {"const": "value3", "title": "Third Choice"}]}})
 
 
-def _ask_enums() -> Elicit[Enums]:
-    return Elicit("Please select values using different enum schema types", Enums)
-
-
 @mcp.tool()
-async def test_elicitation_sep1330_enums(
-        result: Annotated[ElicitationResult[Enums], Resolve(_ask_enums)]) -> str:
-    """Elicitation with the five enum schema variants (SEP-1330)."""
-    content = result.data.model_dump_json() if result.action == "accept" else "{}"
-    return f"Elicitation completed: action={result.action}, content={content}"
+async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    """Elicitation with the five enum schema variants (SEP-1330), over the session."""
+    return await _ask_over_session(ctx, "Please select values using different enum schema types", Enums,
+                           "Elicitation completed")
 
 
 @mcp.tool()

@@ -1,6 +1,7 @@
-"""The bridging matrix (issue 12): every pair of {SDK client 2025-11-25, SDK client 2026-07-28} ×
-{SDK upstream legacy-only (2025-11-25), SDK upstream modern-only (2026-07-28)}, for every feature a
-call may use, end to end through the gateway over Streamable HTTP.
+"""The bridging matrix (issues 12 and 25): every pair of {SDK client 2025-11-25, SDK client
+2026-07-28} × {SDK upstream legacy-only (2025-11-25), modern-only (2026-07-28), dual-era (both, the
+SDK's default)}, for every feature a call may use, end to end through the gateway over Streamable
+HTTP, and the dual-era upstream over stdio too.
 
 Each cell of :data:`MATRIX` names what the client does and what it must see; the one test below runs
 a cell. How each combination is bridged (docs/architecture.md, "Multi round-trip requests"):
@@ -17,14 +18,26 @@ a cell. How each combination is bridged (docs/architecture.md, "Multi round-trip
 * **modern client × modern upstream** — ``input_required`` passes through, its ``requestState``
   sealed around the upstream's.
 
+* **dual-era upstream** — its tools ask in both styles: over the session mid-call (``sample``,
+  ``elicit_name``, ``roots``: ``ctx.session.create_message``/``elicit_form``/``list_roots``) and
+  with an ``InputRequiredResult`` (``ask_llm``, ``ask_name``, ``ask_roots``). Directly, a
+  2025-11-25 client gets the first kind answered and the second refused, a 2026-07-28 client the
+  reverse (a stateless request has no back-channel). Through the gateway each caller is served in
+  its own era (a legacy caller over an upstream session, a modern one statelessly), so each gets
+  what it gets directly (``both_styles``). Over stdio a session is a process: the legacy callers'
+  session is a second process of the command, with its own memory, so a tool list it grows or a
+  subscription it lacks is not the shared process's; those two cells are left out for a legacy
+  client over stdio (docs/architecture.md says so).
+
 Change notifications reach a modern client on its ``subscriptions/listen`` stream. Cancellation: a
 legacy client sends ``notifications/cancelled``; a modern client over Streamable HTTP closes the
 request's stream (basic/patterns/cancellation.mdx), and the gateway cancels upstream the way the
 upstream's revision does (``notifications/cancelled`` over a legacy session, closing the stream of
 the forwarded request to a modern one). Every cell works: no combination is refused by the spec.
 
-The two upstream processes are shared by the module (the upstream's ``cancelled`` tool is asked
-about the cell's own tag, ``grow`` adds a new tool per call), each cell gets its own gateway.
+The HTTP upstream processes are shared by the module (the upstream's ``cancelled`` tool is asked
+about the cell's own tag, ``grow`` adds a new tool per call), each cell gets its own gateway (and a
+stdio upstream of its own).
 """
 
 from __future__ import annotations
@@ -36,22 +49,27 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
-from mcp import Client, types
+from mcp import Client, MCPError, types
 from mcp.client.streamable_http import streamable_http_client
 
+from connectors.mcp.sessions import LEGACY_SHARED
 from tests.connectors.mcp.helpers import SERVER
 from tests.connectors.mcp.test_gateway_e2e import config, mcp_entry
 from tests.e2e.clients import LEGACY, MODERN
 from tests.support import free_port, running_gateway
 
 CLIENTS = (LEGACY, MODERN)
-UPSTREAMS = ("legacy", "modern")
+UPSTREAMS = ("legacy", "modern", "dual", "dual-stdio")  # era, and stdio where it says so
 FEATURES = ("plain", "progress", "sampling", "elicitation", "roots", "list_changed", "resource_updated",
-            "cancellation")
+            "cancellation", "both_styles")
+# Cells that do not exist: both_styles is the dual-era upstream's; over stdio a legacy caller's
+# upstream session is another process, whose run-time tool list and subscriptions are its own.
+ABSENT = {(c, u, "both_styles") for c in CLIENTS for u in ("legacy", "modern")} | \
+    {(LEGACY, "dual-stdio", "list_changed"), (LEGACY, "dual-stdio", "resource_updated")}
 _tags = itertools.count(1)
 
 
@@ -136,11 +154,19 @@ ASKING_TOOL = {("sampling", "legacy"): "up_sample", ("sampling", "modern"): "up_
                ("roots", "legacy"): "up_roots", ("roots", "modern"): "up_ask_roots"}
 
 
+def style(cell: Cell) -> str:
+    """How the cell's upstream asks: its era's way; a dual-era upstream the client's era's way
+    (the way that works when the client talks to it directly)."""
+    if cell.upstream.startswith("dual"):
+        return "legacy" if cell.client == LEGACY else "modern"
+    return cell.upstream
+
+
 async def asked_call(client: Client, peer: Peer, cell: Cell, args: dict[str, Any], method: str) -> str:
     """Call the cell's asking tool; the client is asked ``method`` once. A legacy client is asked
     over its session; a modern client gets an ``InputRequiredResult`` (one request of ``method``, a
     gateway-sealed ``requestState``), answers it (its own callback) and retries."""
-    tool = ASKING_TOOL[cell.feature, cell.upstream]
+    tool = ASKING_TOOL[cell.feature, style(cell)]
     if cell.client == LEGACY:
         result = await client.call_tool(tool, args)
     else:
@@ -208,9 +234,25 @@ async def cancellation(client: Client, peer: Peer, cell: Cell) -> None:
     assert tag in text(await client.call_tool("up_cancelled", {"wait": 10, "tag": tag})).split(",")
 
 
+async def both_styles(client: Client, peer: Peer, cell: Cell) -> None:
+    """A dual-era upstream's two ways of asking, as the client would see them directly: its own
+    era's way is answered (the client asked once), the other is refused (the client never asked)."""
+    mine, other = ("up_elicit_name", "up_ask_name") if cell.client == LEGACY else ("up_ask_name", "up_elicit_name")
+    assert await asked_call(client, peer, replace(cell, feature="elicitation"), {}, "elicitation/create") \
+        == f"Hello, {peer.label}!", mine
+    try:
+        refused = await client.call_tool(other, {})
+    except MCPError as exc:  # the SDK's own refusal (an invalid result, no back-channel) as an error
+        assert exc.error.message, exc
+    else:
+        assert refused.is_error, refused
+    assert peer.asked == ["elicitation/create"]
+
+
 MATRIX: dict[str, Callable[[Client, Peer, Cell], Awaitable[None]]] = {
     "plain": plain, "progress": progress, "sampling": sampling, "elicitation": elicitation, "roots": roots,
-    "list_changed": list_changed, "resource_updated": resource_updated, "cancellation": cancellation}
+    "list_changed": list_changed, "resource_updated": resource_updated, "cancellation": cancellation,
+    "both_styles": both_styles}
 assert tuple(MATRIX) == FEATURES
 
 
@@ -240,9 +282,15 @@ def _upstream(era: str) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def upstreams() -> Iterator[dict[str, str]]:
-    """One upstream process per era for the whole module."""
-    with _upstream("legacy") as legacy, _upstream("modern") as modern:
-        yield {"legacy": legacy, "modern": modern}
+    """One Streamable HTTP upstream process per era for the whole module."""
+    with _upstream("legacy") as legacy, _upstream("modern") as modern, _upstream("dual") as dual:
+        yield {"legacy": legacy, "modern": modern, "dual": dual}
+
+
+def _entry(upstream: str, upstreams: dict[str, str]) -> dict[str, Any]:
+    if upstream == "dual-stdio":
+        return mcp_entry("up", "stdio", "--era dual --mrtr", ping_interval_s=0)
+    return mcp_entry("up", "streamable_http", upstreams[upstream], ping_interval_s=0)
 
 
 @asynccontextmanager
@@ -255,15 +303,19 @@ async def _client(url: str, revision: str, peer: Peer) -> AsyncIterator[Client]:
         yield client
 
 
-@pytest.mark.parametrize("feature", FEATURES)
-@pytest.mark.parametrize("upstream", UPSTREAMS)
-@pytest.mark.parametrize("client_revision", CLIENTS)
+CELLS = [(c, u, f) for c in CLIENTS for u in UPSTREAMS for f in FEATURES if (c, u, f) not in ABSENT]
+
+
+@pytest.mark.parametrize("client_revision, upstream, feature", CELLS, ids=["-".join(cell) for cell in CELLS])
 async def test_bridging_matrix(client_revision: str, upstream: str, feature: str, upstreams: dict[str, str]) -> None:
     cell = Cell(client_revision, upstream, feature)
-    entry = mcp_entry("up", "streamable_http", upstreams[upstream], ping_interval_s=0)
-    async with running_gateway(config(entry)) as gw:
-        spoken = gw.connectors["up"].health().extra["protocol_version"]
-        assert spoken == (MODERN if upstream == "modern" else LEGACY)
+    async with running_gateway(config(_entry(upstream, upstreams))) as gw:
+        connector = gw.connectors["up"]
+        spoken = connector.health().extra["protocol_version"]
+        assert spoken == (LEGACY if upstream == "legacy" else MODERN)  # a dual-era one: 2026-07-28 first
         peer = Peer(f"{'new' if client_revision == MODERN else 'old'}-{upstream}-{feature}")
         async with _client(gw.mcp_url, client_revision, peer) as client:
             await MATRIX[feature](client, peer, cell)
+        if upstream.startswith("dual"):  # each caller in its own era: a legacy caller over a session
+            legacy = connector._clients.get(LEGACY_SHARED)  # type: ignore[attr-defined]
+            assert (legacy is not None and not legacy.modern) == (client_revision == LEGACY), connector._clients  # type: ignore[attr-defined]

@@ -42,7 +42,9 @@ access:
 rate_limits:
   rules: [{{scope: tool, match: up_big, rate: 1/h, burst: 1}}]
 connectors:
-  - {{name: up, type: mcp, transport: stdio, command: {python}, args: [{server}, --transport, stdio]}}
+  # protocol modern: one upstream process for every caller (under auto a legacy caller of this
+  # dual-era stdio server gets a process of its own, whose grown tools the catalog never lists)
+  - {{name: up, type: mcp, transport: stdio, protocol: modern, command: {python}, args: [{server}, --transport, stdio]}}
   - name: kit
     type: static
     prompts:

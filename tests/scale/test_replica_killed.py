@@ -98,16 +98,19 @@ async def test_a_session_survives_the_sigkill_of_a_replica(pg_url: str) -> None:
 
         async def modern_call(i: int) -> None:  # no session: each leg (and MRTR retry) on another replica
             nonlocal answered
-            args = {"prompt": f"modern-{run}-{i}"}
-            first = await modern.call_tool("test_sampling", args, allow_input_required=True)
+            # (the reference's 2026-07-28 sampling tool: its test_sampling asks over a session; the
+            # prompt, which this tool ignores, names the call in the audit log)
+            tool, args = "test_input_required_result_sampling", {"prompt": f"modern-{run}-{i}"}
+            first = await modern.call_tool(tool, args, allow_input_required=True)
             assert isinstance(first, types.InputRequiredResult) and first.input_requests is not None
             [(key, asked)] = first.input_requests.items()
             assert isinstance(asked, types.CreateMessageRequest)
             answer = {key: await _sample(None, asked.params)}  # type: ignore[arg-type]
-            result = await modern.call_tool("test_sampling", args, input_responses=answer,  # type: ignore[arg-type]
+            result = await modern.call_tool(tool, args, input_responses=answer,  # type: ignore[arg-type]
                                             request_state=first.request_state)
             content = result.content[0]
-            assert isinstance(content, types.TextContent) and content.text == f"LLM response: MODERN-{run.upper()}-{i}"
+            assert isinstance(content, types.TextContent)
+            assert content.text == "The model answered: WHAT IS THE CAPITAL OF FRANCE?", content
             answered += 1
 
         for i in range(6):

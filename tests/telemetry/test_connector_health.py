@@ -26,10 +26,12 @@ connectors:
     type: mcp
     transport: stdio
     command: {sys.executable}
-    args: ["{UPSTREAM}", "--transport", "stdio"]
+    args: ["{UPSTREAM}", "--transport", "stdio", "--era", "legacy"]
     ping_interval_s: 0
     reconnect_initial_s: 0.05
 """
+    # (legacy-only: a dual-era stdio upstream serves this legacy client from a second process,
+    # whose death fails the call but leaves the connector up)
     async with running_gateway(cfg) as gw, aiohttp.ClientSession() as http:
         client = await McpHttp(http, gw.mcp_url).initialize()
         before = await scrape(http, gw.url + "/metrics")

@@ -91,10 +91,12 @@ class DummySession:
     """A downstream session: records notifications; server→client requests go to ``on_request``."""
 
     def __init__(self, sid: str, capabilities: dict[str, Any] | None = None,
-                 on_request: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None) -> None:
+                 on_request: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None,
+                 protocol_version: str = "2025-11-25") -> None:
+        """``protocol_version``: the caller's revision (a dual-era upstream serves each in its own)."""
         self.id = sid
         self.transport = "test"
-        self.protocol_version = "2025-11-25"
+        self.protocol_version = protocol_version
         self.client_info = {"name": sid, "version": "1"}
         self.client_capabilities = capabilities if capabilities is not None else {"sampling": {}}
         self.log_level: str | None = "info"  # a legacy session's default (a modern request: None or its own)
@@ -126,7 +128,7 @@ class Events:
         self.health: list[Health] = []
         self.signal = Signal()
 
-    def components_changed(self) -> None:
+    def components_changed(self, announced: frozenset[str] = frozenset()) -> None:
         self.changed += 1
         self.changed_event.set()
         self.signal.pulse()

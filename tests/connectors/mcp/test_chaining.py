@@ -101,26 +101,30 @@ async def test_a_legacy_client_sees_the_same_server_whatever_the_upstream_speaks
         assert progress == [1, 2, 3]
         await session.call_tool("up_log_then_echo", {"text": "x"})
         assert rec.logs() == ["first x", "second x"]
-        # sampling and elicitation: a modern upstream asks with InputRequiredResult (the gateway asks
-        # this client over its session and retries), a legacy one asks over its own session
-        if era == "legacy":
-            assert text(await session.call_tool("up_sample", {"prompt": "q"})) == "sampled: Ada saw q"
-        else:
+        # sampling and elicitation: a modern-only upstream asks with InputRequiredResult (the gateway
+        # asks this client over its session and retries); a legacy one, and a dual-era one (reached
+        # over a session of this client's era, issue 25), ask over their own session
+        if era == "modern":
             assert text(await session.call_tool("up_ask_llm", {"prompt": "q"})) == "sampled: Ada saw q"
             assert text(await session.call_tool("up_ask_name", {})) == "Hello, Ada!"
-            assert rec.elicited == ["Your name?"]
+        else:
+            assert text(await session.call_tool("up_sample", {"prompt": "q"})) == "sampled: Ada saw q"
+            assert text(await session.call_tool("up_elicit_name", {})) == "Hello, Ada!"
+        assert rec.elicited == ["Your name?"]
         assert rec.sampled == ["q"]
-        # list changes and resource updates
+        # list changes and resource updates (over stdio a dual-era upstream's legacy session is a
+        # second process, whose grown tools and subscriptions are its own: docs/architecture.md)
         before = rec.list_changed()
         grown = text(await session.call_tool("up_grow", {}))
         await rec.signal.wait(lambda: rec.list_changed() > before)
-        assert f"up_{grown}" in await all_tools(session)
-        await session.subscribe_resource("mem://static")  # type: ignore[arg-type]
-        await session.call_tool("up_touch", {})
+        if (transport, era) != ("stdio", "dual"):
+            assert f"up_{grown}" in await all_tools(session)
+            await session.subscribe_resource("mem://static")  # type: ignore[arg-type]
+            await session.call_tool("up_touch", {})
 
-        def updated() -> list[str]:
-            return [m.params.uri for m in rec.messages if isinstance(m, types.ResourceUpdatedNotification)]
-        await rec.signal.wait(lambda: updated() == ["mem://static"])
+            def updated() -> list[str]:
+                return [m.params.uri for m in rec.messages if isinstance(m, types.ResourceUpdatedNotification)]
+            await rec.signal.wait(lambda: updated() == ["mem://static"])
         # cancellation reaches the upstream
         call = asyncio.create_task(session.call_tool("up_hang", {"seconds": 30}))
         await rec.signal.wait(lambda: "hanging" in rec.logs())

@@ -149,7 +149,8 @@ async def test_cancellation_reaches_the_upstream(transport: str, protocol: str) 
 
 async def test_upstream_killed_mid_call_fails_fast_and_comes_back() -> None:
     async with over("stdio", reconnect_initial_s=0.05) as (c, events):
-        s = DummySession("a")
+        # A 2026-07-28 caller's calls go over the shared (stateless) channel of the dual-era upstream.
+        s = DummySession("a", protocol_version="2026-07-28")
         pid1 = (await c.call_tool("pid", {}, make_ctx(s)))["content"][0]["text"]
         events.changed_event.clear()
         with pytest.raises(BackendUnavailable, match="exited"):
@@ -165,6 +166,17 @@ async def test_upstream_killed_mid_call_fails_fast_and_comes_back() -> None:
         pid2 = (await c.call_tool("pid", {}, make_ctx(s)))["content"][0]["text"]
         assert pid1 != pid2 and c.reconnects == 1
         assert [h.up for h in events.health] == [True, False, True]
+        # A legacy caller's calls go over a session of its era: over stdio a second process. Its
+        # death fails that call only; the next legacy call opens another, the connector stays up.
+        legacy = DummySession("b")
+        pid3 = (await c.call_tool("pid", {}, make_ctx(legacy)))["content"][0]["text"]
+        assert pid3 not in (pid1, pid2)
+        with pytest.raises(BackendUnavailable, match="exited"):
+            await c.call_tool("die", {}, make_ctx(legacy))
+        assert c.health().up and [h.up for h in events.health] == [True, False, True]
+        pid4 = (await c.call_tool("pid", {}, make_ctx(legacy)))["content"][0]["text"]
+        assert pid4 not in (pid2, pid3)
+        assert (await c.call_tool("pid", {}, make_ctx(s)))["content"][0]["text"] == pid2
 
 
 @pytest.mark.parametrize("transport", ["sse", "streamable_http"])

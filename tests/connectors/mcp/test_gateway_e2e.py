@@ -139,7 +139,8 @@ async def test_server_everything_from_npm_over_stdio() -> None:
 
 
 async def test_killed_upstream_fails_clearly_and_comes_back() -> None:
-    cfg = config(mcp_entry("up", "stdio", "", reconnect_initial_s=0.05),
+    # (legacy-only: a dual-era stdio upstream would serve this legacy client from a second process)
+    cfg = config(mcp_entry("up", "stdio", "--era legacy", reconnect_initial_s=0.05),
                  mcp_entry("other", "stdio", ""))
     async with running_gateway(cfg) as gw, client(gw.mcp_url) as (session, rec):
         before = rec.list_changed()

@@ -139,7 +139,8 @@ async def test_an_upstream_that_stops_speaking_2026_is_found_legacy_and_the_call
         await c.subscribe("mem://x", make_ctx(DummySession("a"), "resources/subscribe"))  # no listen, no error
         assert sum(m.get("method") == "subscriptions/listen" for _h, m in server.posts) == 1
         server.downgraded = True
-        result = await c.call_tool("hello", {}, make_ctx(DummySession("a")))
+        # (a 2026-07-28 caller: a legacy one would reach this dual-era server over a session)
+        result = await c.call_tool("hello", {}, make_ctx(DummySession("a", protocol_version="2026-07-28")))
         assert result["content"][0]["text"] == "hi"
         assert c.health().up and c.health().extra["protocol_version"] == "2025-03-26"
         # the refused call, the era found again (legacy this time), the listing, the retried call

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from connectors.mcp import era
 from connectors.mcp.config import MCPConfig
 from connectors.mcp.connector import MCPConnector
+from connectors.mcp.sessions import LEGACY_SHARED
 from connectors.mcp.transport import HTTPStatusError
 from gateway.protocol.errors import BackendUnavailable, HeaderMismatch, MethodNotFound, ProtocolError
 from tests.connectors.mcp.helpers import DummySession, Events, make_ctx, stdio_config, upstream_http
@@ -77,7 +78,15 @@ async def test_auto_speaks_2026_to_upstreams_that_support_it(transport: str, ups
         prompt = await c.get_prompt("greet", {"name": "Ada"}, make_ctx(s, "prompts/get"))
         assert prompt["messages"][0]["content"]["text"] == "Hello Ada"
         # What the upstream saw: a modern request carries the 2026-07-28 _meta, a legacy one none of it.
+        # A legacy caller reaches a dual-era upstream over a session of its own era (issue 25); a
+        # modern-only one is bridged over 2026-07-28, having refused the handshake once.
         seen = json.loads(text(await c.call_tool("seen_meta", {}, make_ctx(s))))
+        assert seen.get("io.modelcontextprotocol/protocolVersion") == (MODERN if upstream_era == "modern" else None)
+        assert shared.dual_era is {"dual": True, "modern": False, "legacy": False}[upstream_era]
+        assert (LEGACY_SHARED in c._clients) is (upstream_era == "dual")
+        modern_caller = DummySession("b")
+        modern_caller.protocol_version = MODERN
+        seen = json.loads(text(await c.call_tool("seen_meta", {}, make_ctx(modern_caller))))
         assert seen.get("io.modelcontextprotocol/protocolVersion") == (MODERN if expected == MODERN else None)
 
 
@@ -188,7 +197,7 @@ def test_a_silent_stdio_probe_means_legacy() -> None:
 
 @pytest.mark.parametrize("transport", ["stdio", "streamable_http"])
 async def test_modern_requests_carry_the_gateways_meta_and_the_callers_log_level(transport: str) -> None:
-    async with upstream(transport, "dual") as (c, _events):
+    async with upstream(transport, "modern") as (c, _events):
         # a legacy session: logs at its level ("info" by default); its capabilities are declared upstream
         legacy_caller = DummySession("legacy", capabilities={"sampling": {}, "roots": {"listChanged": True}})
         legacy_caller.log_level = "warning"
@@ -212,7 +221,7 @@ async def test_modern_requests_carry_the_gateways_meta_and_the_callers_log_level
 @pytest.mark.parametrize("session", ["shared", "per_client"])
 async def test_each_call_declares_its_callers_capabilities_to_a_modern_upstream(session: str) -> None:
     # Only the caller can answer an input request: the upstream must not ask it for more.
-    async with upstream("streamable_http", "dual", session=session) as (c, _events):
+    async with upstream("streamable_http", "modern", session=session) as (c, _events):
         a = DummySession("a", capabilities={"elicitation": {"form": {}}})
         b = DummySession("b", capabilities={})
         seen_a, seen_b = await asyncio.gather(c.call_tool("seen_meta", {}, make_ctx(a)),
@@ -223,7 +232,7 @@ async def test_each_call_declares_its_callers_capabilities_to_a_modern_upstream(
 
 
 async def test_request_metadata_headers_are_sent_over_http() -> None:
-    async with upstream("streamable_http", "dual") as (c, _events):
+    async with upstream("streamable_http", "modern") as (c, _events):
         s = DummySession("a")
         sent = json.loads(text(await c.call_tool("headers", {"zone": "eu-west 1"}, make_ctx(s))))
         assert sent["mcp-protocol-version"] == MODERN and sent["mcp-method"] == "tools/call"
@@ -248,9 +257,12 @@ async def test_tools_with_invalid_x_mcp_header_are_left_out(protocol: str, caplo
         if protocol == "modern":
             assert "bad_header" not in names
             warning = next(r.getMessage() for r in caplog.records if "bad_header" in r.getMessage())
-            assert "invalid x-mcp-header" in warning and "type number" in warning
+            assert "rule x-mcp-header" in warning and "type number" in warning
+            [left] = c.left_out()  # what `mcp-gateway list` reports
+            assert (left.kind, left.name, left.rule) == ("tools", "bad_header", "x-mcp-header")
+            assert "type number" in left.reason
         else:  # the annotation means nothing before 2026-07-28
-            assert "bad_header" in names
+            assert "bad_header" in names and c.left_out() == ()
 
 
 async def test_listing_definitions_carry_no_result_fields() -> None:
