@@ -71,20 +71,19 @@ from connectors.oauth.identity import UpstreamIdentity
 from gateway.protocol.errors import (
     BackendUnavailable,
     InvalidRequest,
-    MethodNotFound,
     ProtocolError,
     ResourceNotFound,
     ToolExecutionError,
 )
 from gateway.protocol.meta import TASKS_EXTENSION
-from gateway.protocol.versions import LATEST_VERSION
 
 from . import controls, mapping, modern
 from .client import UpstreamSession
 from .config import MCPConfig
 from .era import open_upstream
 from .listen import Listener
-from .listing import ALL_LISTINGS, fetch_listings
+from .listing import ALL_LISTINGS, Refresher, fetch_listings
+from .reconnect import Reconnector, ping_loop
 from .relay import Relay, sole_owner
 from .sessions import CLIENT_INFO, LEGACY_SHARED, SHARED_CLIENT_CAPS, SessionPool
 from .transport import ResponseTooLarge, SessionExpired
@@ -131,16 +130,17 @@ class MCPConnector(Connector):
         self._subscribed: set[str] = set()
         self._health = Health(False, "starting")
         self._stopping = False
-        self._reconnect_task: asyncio.Task[None] | None = None
         self._ping_task: asyncio.Task[None] | None = None
-        self._refresh_task: asyncio.Task[None] | None = None
-        self._refresh_pending: set[str] = set()
-        self._announced: set[str] = set()  # list_changed kinds the upstream announced, not yet passed on
+        # list_changed bursts coalesced into few re-fetches (connectors.mcp.listing)
+        self._refresher = Refresher(self.name, lambda: self._shared, config.timeout_s or 30.0, config.max_pages,
+                                    self._refreshed)
         self._bg: set[asyncio.Task[Any]] = set()
-        self.reconnects = 0
-        self._backoff = Backoff(config.reconnect_initial_s, config.reconnect_max_s)
-        self._connected_once = False
-        self._first_attempt = asyncio.Event()
+        # the first connection and every reconnect (connectors.mcp.reconnect)
+        self._reconnect = Reconnector(self.name, Backoff(config.reconnect_initial_s, config.reconnect_max_s),
+                                      connect=self._connect, connected=lambda: self._shared is not None,
+                                      stopping=lambda: self._stopping, detail=lambda: self._health.detail,
+                                      set_health=self._set_health,
+                                      authorize=lambda exc: self._identity.authorize(exc, None))
         self._timeout = config.timeout_s
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -163,19 +163,21 @@ class MCPConnector(Connector):
         # only up to startup_wait_s: a slow or hung upstream must not hold up the gateway and the
         # other connectors; it joins the catalog (components_changed) whenever it gets there.
         self._set_health(False, "connecting")
-        self._first_attempt = asyncio.Event()
-        self._schedule_reconnect(immediately=True)
+        self._reconnect.first_attempt = asyncio.Event()
+        self._reconnect.schedule(immediately=True)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.config.startup_wait_s):
-                await self._first_attempt.wait()
+                await self._reconnect.first_attempt.wait()
         if self._shared is None:
             log.warning("upstream %s not connected yet: %s", self.name, self._health.detail)
         if self.config.ping_interval_s > 0:
-            self._ping_task = asyncio.create_task(self._ping_loop(), name=f"mcp-ping-{self.name}")
+            self._ping_task = asyncio.create_task(
+                ping_loop(self.config.ping_interval_s, lambda: self._shared, lambda: self._stopping),
+                name=f"mcp-ping-{self.name}")
 
     async def stop(self) -> None:
         self._stopping = True
-        for task in (self._reconnect_task, self._ping_task, self._refresh_task, *self._bg):
+        for task in (self._reconnect.task, self._ping_task, self._refresher.task, *self._bg):
             if task is not None and not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -193,9 +195,15 @@ class MCPConnector(Connector):
 
     def health(self) -> Health:
         """Down and retrying: ``extra["retry"]`` holds attempts, last error and the next attempt."""
-        if self._health.up or not self._backoff.attempts:
+        backoff = self._reconnect.backoff
+        if self._health.up or not backoff.attempts:
             return self._health
-        return replace(self._health, extra={**self._health.extra, "retry": self._backoff.snapshot()})
+        return replace(self._health, extra={**self._health.extra, "retry": backoff.snapshot()})
+
+    @property
+    def reconnects(self) -> int:
+        """Connections made again after a loss (the first one is not counted)."""
+        return self._reconnect.reconnects
 
     def problems(self) -> tuple[str, ...]:
         return self._problems
@@ -249,7 +257,7 @@ class MCPConnector(Connector):
         if session.modern:
             # Changes made while nobody listened are missed: a listen opened again re-lists.
             self._listener = Listener(session, initial_s=cfg.reconnect_initial_s, max_s=cfg.reconnect_max_s,
-                                      on_reopened=lambda: self._schedule_refresh(set(ALL_LISTINGS)))
+                                      on_reopened=lambda: self._refresher.schedule(set(ALL_LISTINGS)))
             self._listener.start(self._subscribed)
         else:
             for uri in list(self._subscribed):
@@ -285,6 +293,11 @@ class MCPConnector(Connector):
             parts["prompts"] = controls.select_prompts(mapping.prompt_specs(listings["prompts"]), self.config)
         self.components = replace(self.components, **parts)
 
+    def _refreshed(self, listings: dict[str, list[Any]], modern_upstream: bool, announced: frozenset[str]) -> None:
+        self._apply(listings, modern_upstream)
+        if self.events is not None:
+            self.events.components_changed(announced)
+
     def _note_left_out(self, left: tuple[LeftOut, ...]) -> None:
         # Logged once each: a warning for a fault upstream or in overrides, info for include/exclude.
         for item in controls.newly_left_out(self._left_out, left):
@@ -315,7 +328,7 @@ class MCPConnector(Connector):
         self._set_health(False, reason)
         if self.events is not None:
             self.events.components_changed()
-        self._schedule_reconnect()
+        self._reconnect.schedule()
 
     def on_notification(self, session: UpstreamSession, method: str, params: dict[str, Any], owner: Any) -> None:
         if method == "notifications/progress":
@@ -336,7 +349,7 @@ class MCPConnector(Connector):
             # request made the change); passed on even if the lists read back the same.
             kind = method.split("/")[1]
             if kind in _REFRESHED:
-                self._schedule_refresh(set(_REFRESHED[kind]), frozenset({kind}))
+                self._refresher.schedule(set(_REFRESHED[kind]), frozenset({kind}))
         elif method == "notifications/resources/updated":
             uri = params.get("uri")
             if isinstance(uri, str) and self.events is not None:
@@ -376,104 +389,6 @@ class MCPConnector(Connector):
     async def _quiet(coro: Coroutine[Any, Any, Any]) -> None:
         with contextlib.suppress(Exception):
             await coro
-
-    def _schedule_reconnect(self, immediately: bool = False) -> None:
-        if self._stopping or (self._reconnect_task is not None and not self._reconnect_task.done()):
-            return
-        self._reconnect_task = asyncio.create_task(self._reconnect_loop(immediately),
-                                                   name=f"mcp-connect-{self.name}")
-
-    async def _reconnect_loop(self, immediately: bool) -> None:
-        backoff = self._backoff
-        delay = 0.0 if immediately else backoff.failed(self._health.detail).delay_s  # lost: wait a first step
-        while not self._stopping and self._shared is None:
-            if not immediately:
-                await asyncio.sleep(delay)  # jittered (connectors.backoff): gateways restarting together spread out
-            immediately = False
-            try:
-                await self._connect()
-            except AuthorizationRequired as exc:  # the service identity waits for an operator
-                self._set_health(False, f"{exc.message}: waiting for the authorization")
-                with contextlib.suppress(BackendUnavailable):
-                    await self._identity.authorize(exc, None)
-                    immediately = True  # authorised: this attempt goes on (start() still waits for it)
-                if not immediately:  # refused or abandoned: never a tight loop of new authorizations
-                    delay = self._failed(backoff, self._health.detail)
-                continue
-            except BackendUnavailable as exc:
-                self._set_health(False, exc.message)
-                delay = self._failed(backoff, exc.message)
-                continue
-            except Exception as exc:  # unforeseen (a bug): say so, and never stop trying
-                log.exception("upstream %s: connecting failed unexpectedly", self.name)
-                self._set_health(False, f"connecting failed: {type(exc).__name__}: {exc}")
-                delay = self._failed(backoff, self._health.detail)
-                continue
-            finally:
-                if not immediately:
-                    self._first_attempt.set()
-            backoff.succeeded()
-            if self._connected_once:
-                self.reconnects += 1
-                self._set_health(True, self._health.detail)
-                log.info("upstream %s reconnected", self.name)
-            self._connected_once = True
-            return
-
-    def _failed(self, backoff: Backoff, error: str) -> float:
-        """One failed attempt: one WARNING (the whole error only when it changed); the next delay."""
-        failure = backoff.failed(error)
-        if failure.repeated:
-            log.warning("upstream %s: connecting failed again (attempt %d, same error); next attempt in %.1f s",
-                        self.name, failure.attempts, failure.delay_s)
-        else:
-            log.warning("upstream %s: connecting failed (attempt %d): %s; next attempt in %.1f s",
-                        self.name, failure.attempts, error, failure.delay_s)
-        return failure.delay_s
-
-    def _schedule_refresh(self, which: set[str], announced: frozenset[str] = frozenset()) -> None:
-        self._refresh_pending, self._announced = self._refresh_pending | which, self._announced | announced
-        if self._refresh_task is None or self._refresh_task.done():
-            self._refresh_task = asyncio.create_task(self._refresh_loop(), name=f"mcp-refresh-{self.name}")
-
-    async def _refresh_loop(self) -> None:
-        # Coalesces bursts of list_changed into as few re-fetches as possible.
-        while self._refresh_pending:
-            session = self._shared
-            if session is None:
-                return  # the reconnect fetches everything anyway
-            which, self._refresh_pending = self._refresh_pending, set()
-            announced, self._announced = frozenset(self._announced), set()
-            try:
-                listings = await fetch_listings(session, which, self._timeout or 30.0, self.config.max_pages)
-            except ProtocolError as exc:  # control flow: keep the listings we have, say why
-                log.warning("upstream %s: re-listing after list_changed failed: %s", self.name, exc)
-                return
-            if session is not self._shared:
-                return  # lost meanwhile: stale listings must not resurrect its components
-            self._apply(listings, session.modern)
-            if self.events is not None:
-                self.events.components_changed(announced)
-
-    async def _ping_loop(self) -> None:
-        interval = self.config.ping_interval_s
-        while not self._stopping:
-            await asyncio.sleep(interval)
-            session = self._shared
-            if session is None or not session.alive:
-                continue
-            # 2026-07-28 has no ping: server/discover is the probe (and must still list the revision).
-            method = "server/discover" if session.modern else "ping"
-            try:
-                result = await session.request(method, None, timeout_s=min(interval, 10.0), cancellable=False)
-            except SessionExpired:
-                session.lose("upstream session expired")
-            except ProtocolError as exc:
-                if session.modern or exc.code != MethodNotFound.code:  # an upstream without ping is still up
-                    session.lose(f"health {'probe' if session.modern else 'ping'} failed: {exc.message}")
-            else:
-                if session.modern and LATEST_VERSION not in (result.get("supportedVersions") or ()):
-                    session.lose(f"upstream no longer lists protocol {LATEST_VERSION}")
 
     # -- components ----------------------------------------------------------------------------
     def owns_uri(self, uri: str) -> bool:
@@ -558,7 +473,7 @@ class MCPConnector(Connector):
         return turns.turn(ctx.session.id)
 
     async def _wait_reconnect(self) -> bool:
-        task = self._reconnect_task
+        task = self._reconnect.task
         if task is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(task), self.config.connect_timeout_s)
