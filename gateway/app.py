@@ -33,7 +33,7 @@ from typing import Any
 
 from aiohttp import web
 
-from connectors.base import Connector, Health
+from connectors.base import Connector
 from connectors.config import ConnectorConfig
 from connectors.registry import connector_class
 from gateway.auth import Authenticator
@@ -44,9 +44,7 @@ from gateway.context import CallContext, LocalHandler, Principal
 from gateway.dispatch import MODERN_CATALOG_METHODS, CacheHints, Dispatcher
 from gateway.endpoints.host import EndpointHost, Endpoints
 from gateway.filters import Filter
-from gateway.filters.audit import AuditFilter
-from gateway.filters.chain import build_filters
-from gateway.filters.ratelimit import RateLimitFilter
+from gateway.filters.chain import build_filters, start_filters, stop_filters
 from gateway.listeners import Listeners
 from gateway.mrtr import ParkedCalls
 from gateway.mrtr_remote import ParkedElsewhere
@@ -55,9 +53,9 @@ from gateway.protocol.cursors import CursorCodec
 from gateway.protocol.errors import ConfigError, InvalidParams, ProtocolError
 from gateway.protocol.request_state import RequestStateCodec
 from gateway.protocol.versions import MODERN_VERSIONS
-from gateway.relay_gate import RelayGate, admit_broadcast
+from gateway.readiness import probe_backends, readiness_detail
 from gateway.session import Send, Session
-from gateway.startup import StartRetries
+from gateway.startup import StartRetries, start_connector
 from gateway.state import StateStore, make_store
 from gateway.state.bus import Bus
 from gateway.state.records import restore, session_record
@@ -67,8 +65,7 @@ from gateway.subscriptions import Subscriptions
 from gateway.tasks import TASK_METHODS, TASKS_EXTENSION, TaskHandles, TaskRouter
 from gateway.telemetry import known as known_series
 from gateway.telemetry import metrics, tracing
-from gateway.telemetry.http import start_metrics_server
-from gateway.telemetry.instrumentation import ConnectorInstrumentation
+from gateway.telemetry.http import MetricsListener
 
 __all__ = ["Gateway", "build_filters", "Identity"]
 
@@ -85,36 +82,6 @@ class Identity:
     name: str
     version: str
     instructions: str | None
-
-
-class _ConnectorEvents:
-    """The ConnectorEvents a connector is started with: forwards to its gateway."""
-
-    __slots__ = ("gateway", "name", "_relay")
-
-    def __init__(self, gateway: Gateway, name: str) -> None:
-        self.gateway = gateway
-        self.name = name
-        self._relay = RelayGate(lambda: gateway.relay_limits)  # its log messages of no call, to all
-
-    def components_changed(self, announced: frozenset[str] = frozenset()) -> None:
-        self.gateway.schedule_rebuild(announced)
-
-    def resource_updated(self, uri: str) -> None:
-        self.gateway.subscriptions.resource_updated(self.name, uri)
-
-    def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        params: dict[str, Any] = {"level": level, "data": data, "logger": logger or self.name}
-        if admit_broadcast(self._relay, self.name, params):
-            self.gateway.broadcast("notifications/message", params)
-
-    def health_changed(self, health: Health) -> None:
-        if not health.up and health.detail:
-            self.gateway.last_errors[self.name] = health.detail
-        log.log(logging.INFO if health.up else logging.WARNING, "connector %s is %s%s", self.name,
-                "up" if health.up else "down", f": {health.detail}" if health.detail else "")
-        metrics.connector_health_changed(self.name, health.up, self)
-        self.gateway.schedule_rebuild()
 
 
 class Gateway:
@@ -157,11 +124,10 @@ class Gateway:
         self._activity = asyncio.Event()
         self.started_at = 0.0
         self.config_loaded_at = 0.0  # epoch seconds of the start or reload that installed self.config
-        self._metrics_server: web.AppRunner | None = None
+        self._metrics = MetricsListener()  # /metrics, /readyz and /status on telemetry.metrics_port
         # `mcp-gateway stdio` with the deployment's config: its metrics port is usually the HTTP
         # gateway's, already taken; the stdio client matters more than a second /metrics.
         self.metrics_port_optional = False
-        self._metrics_port: int | None = None
         # serve --workers N: the loopback socket the supervisor made for this worker's own metrics
         # listener (the supervisor holds telemetry.metrics_port and merges the workers); set by cli.
         self.metrics_socket: socket.socket | None = None
@@ -195,11 +161,11 @@ class Gateway:
             await self.retries.cancel()
             await asyncio.gather(*(c.stop() for c in self.connectors.values()), return_exceptions=True)
             filters, self.filters = self.filters, []
-            await self._stop_filters(filters)
+            await stop_filters(filters)
             raise
         if not serving:
             return
-        self.spawn(self._probe_backends())
+        self.spawn(probe_backends(lambda: self.filters, _PROBE_EVERY_S))
         self.subscriptions.start()  # with replicas: the takeover sweep (a no-op otherwise)
         self.endpoints.warm(self.spawn)  # search endpoints index their tools in the background
         self.started_at = self.config_loaded_at = time.time()
@@ -219,7 +185,7 @@ class Gateway:
 
         async def start_one(connector: Connector) -> None:
             try:
-                await self._start_connector(connector)
+                await start_connector(connector, self)
                 self.failed.pop(connector.name, None)
             except Exception as exc:
                 detail = str(exc) or type(exc).__name__
@@ -239,23 +205,11 @@ class Gateway:
                           health.detail or "no detail")
         return started
 
-    async def _start_connector(self, connector: Connector) -> None:
-        """Start one connector; on any failure (a cancellation included) nothing of it runs on."""
-        try:
-            await connector.start(_ConnectorEvents(self, connector.name),
-                                  ConnectorInstrumentation(connector.name, connector.kind))
-        except BaseException:
-            try:
-                await asyncio.shield(connector.stop())
-            except Exception:  # what start raised is the news; a half-started stop failing is a footnote
-                log.exception("stopping connector %s after its failed start failed", connector.name)
-            raise
-
     async def _retry_start(self, cfg: ConnectorConfig) -> Connector:
         """A start attempt of ``cfg``'s connector for :class:`StartRetries`: a fresh instance."""
         connector = connector_class(cfg.type)(cfg, base_dir=Path(self.config.base_dir))
         await self.oauth.attach(self.config, [connector])
-        await self._start_connector(connector)
+        await start_connector(connector, self)
         return connector
 
     def _adopt(self, connector: Connector) -> None:
@@ -284,20 +238,11 @@ class Gateway:
         if authenticator is None:
             authenticator = Authenticator(self.config.auth, self.config.base_dir, self.config.gateway.name)
         filters = build_filters(self.config, self.catalog)
-        started: list[Filter] = []
-        try:
-            for flt in filters:
-                start = getattr(flt, "start", None)
-                if start is not None:
-                    await start()
-                started.append(flt)
-        except BaseException:
-            await self._stop_filters(started)
-            raise
+        await start_filters(filters)
         old, self.filters = self.filters, filters
         self.authenticator = authenticator
         self.dispatcher = self._dispatcher(filters)
-        await self._stop_filters(old)
+        await stop_filters(old)
 
     def _dispatcher(self, filters: list[Filter]) -> Dispatcher:
         cfg = self.config
@@ -307,46 +252,14 @@ class Gateway:
                           server_info={"name": cfg.gateway.name, "version": cfg.gateway.version},
                           cache=hints, tasks=self.tasks)
 
-    async def _stop_filters(self, filters: list[Filter]) -> None:
-        for flt in reversed(filters):
-            stop = getattr(flt, "stop", None)
-            if stop is not None:
-                try:
-                    await stop()
-                except Exception:
-                    log.exception("stopping filter %s failed", type(flt).__name__)
-
     async def _start_metrics(self) -> None:
         """Register with the scrape-time collector; serve /metrics on its own port if asked."""
         metrics.STATE.add(self)
         metrics.BUILD_INFO.info({"version": str(self.config.gateway.version)})
         metrics.CONFIG_LAST_RELOAD.set_to_current_time()
-        telemetry = self.config.telemetry
-        if self.metrics_socket is not None:
-            # A worker: its listener is the supervisor's socket whatever the port says (the port
-            # is the supervisor's), started once and kept across reloads.
-            if self._metrics_server is None:
-                self._metrics_server = await start_metrics_server("", 0, self.health, self._status_on_metrics_port,
-                                                                  sock=self.metrics_socket)
-            return
-        port = telemetry.metrics_port if telemetry.metrics else None
-        if self._metrics_server is not None and port == self._metrics_port:
-            return  # a reload that kept the port keeps the server (and its open scrapes)
-        if self._metrics_server is not None:
-            await self._metrics_server.cleanup()
-            self._metrics_server = None
-        if port is not None:
-            try:
-                self._metrics_server = await start_metrics_server(self.config.gateway.http.host, port, self.health,
-                                                                  self._status_on_metrics_port)
-            except OSError as exc:  # the port is taken: a config problem, said as one
-                if not self.metrics_port_optional:
-                    raise ConfigError(f"cannot serve /metrics on port {port}: {exc.strerror or exc}",
-                                      "telemetry.metrics_port") from None
-                log.warning("telemetry.metrics_port %s: %s; this stdio gateway serves no /metrics", port,
-                            exc.strerror or exc)
-                port = None
-        self._metrics_port = port
+        await self._metrics.apply(self.config.telemetry, self.config.gateway.http.host, self.health,
+                                  self._status_on_metrics_port, sock=self.metrics_socket,
+                                  optional=self.metrics_port_optional)
 
     async def reload(self, new: GatewayConfig) -> dict[str, list[str]]:
         """Apply a validated config: restart changed connectors only; sessions stay connected.
@@ -456,11 +369,9 @@ class Gateway:
         await asyncio.gather(*(c.stop() for c in self.connectors.values()), return_exceptions=True)
         await self.oauth.close()
         await self.endpoints.close()
-        await self._stop_filters(self.filters)
+        await stop_filters(self.filters)
         metrics.STATE.discard(self)
-        if self._metrics_server is not None:
-            await self._metrics_server.cleanup()
-            self._metrics_server = None
+        await self._metrics.close()
         await asyncio.to_thread(tracing.force_flush)
         if self._rebuild_handle is not None:
             self._rebuild_handle.cancel()
@@ -644,47 +555,5 @@ class Gateway:
 
     # -- health -------------------------------------------------------------------------------
     def health(self) -> dict[str, Any]:
-        """Readiness detail: the gateway's state, every connector's health, and the backends of
-        the filter chain that are configured: the rate-limit backend (``rate_limit``) and the
-        audit store (``audit``; while it is down, events are spilled to a file, not lost)."""
-        connectors: dict[str, Any] = {}
-        for cfg in self.config.connectors:
-            if cfg.name in self.failed:
-                retry = self.retries.state(cfg.name)
-                entry: dict[str, Any] = {"up": False, "detail": retry["last_error"] if retry else self.failed[cfg.name]}
-            elif cfg.name in self.connectors:
-                h = self.connectors[cfg.name].health()
-                entry = {"up": h.up, "detail": h.detail} if h.detail else {"up": h.up}
-                retry = h.extra.get("retry") if not h.up else None
-            else:
-                continue
-            if retry is not None:  # attempts, last_error, next_attempt_in_s
-                entry["retry"] = retry
-            if cfg.name in self.last_errors:
-                entry["last_error"] = self.last_errors[cfg.name]
-            connectors[cfg.name] = entry
-        out: dict[str, Any] = {"ready": self.ready and not self.draining, "draining": self.draining,
-                               "sessions": len(self.sessions), "connectors": connectors}
-        if self.catalog.collisions:  # names left out (gateway.names.on_collision: keep_first)
-            out["collisions"] = list(self.catalog.collisions)
-        if self.state.shared:  # which replica answers, and how much it asked of the shared store
-            out["state"] = {"replica": self.state.replica, "store_ops": self.state.ops}
-        for flt in self.filters:
-            if isinstance(flt, RateLimitFilter) and flt.limits:
-                out["rate_limit"] = flt.health()
-            elif isinstance(flt, AuditFilter) and (store := flt.writer.store) is not None:
-                writer = flt.writer
-                audit: dict[str, Any] = {"store": store.dialect, "up": writer.store_up}
-                if not writer.store_up:
-                    audit["detail"] = f"store unavailable: events are spilled to {writer.spill_path}"
-                out["audit"] = audit
-        return out
-
-    async def _probe_backends(self) -> None:
-        """Keep the rate-limit backend's health current while no call reaches it (the audit
-        writer retries its store by itself)."""
-        while True:
-            for flt in list(self.filters):
-                if isinstance(flt, RateLimitFilter) and flt.limits:
-                    await flt.probe()
-            await asyncio.sleep(_PROBE_EVERY_S)
+        """Readiness detail (:func:`gateway.readiness.readiness_detail`)."""
+        return readiness_detail(self)

@@ -1,4 +1,6 @@
-"""Connectors whose start failed, started again in the background until they come up.
+"""Starting connectors: :func:`start_connector` (with :class:`GatewayEvents`, the
+:class:`~connectors.base.ConnectorEvents` forwarding to the gateway through :class:`EventsHost`),
+and the connectors whose start failed, started again in the background until they come up.
 
 A connector's ``start`` may raise (an OpenAPI spec URL answering 404 or unreachable, a database
 refusing the role, an authorization refused): the gateway serves without it and hands it here.
@@ -20,17 +22,23 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Protocol
 
 from connectors.backoff import Backoff
-from connectors.base import Connector
+from connectors.base import Connector, Health
 from connectors.config import ConnectorConfig
-from gateway.config import StartRetry
+from gateway.config import RelayLimits, StartRetry
+from gateway.relay_gate import RelayGate, admit_broadcast
+from gateway.subscriptions import Subscriptions
+from gateway.telemetry import metrics
+from gateway.telemetry.instrumentation import ConnectorInstrumentation
 
-__all__ = ["StartRetries"]
+__all__ = ["StartRetries", "EventsHost", "GatewayEvents", "start_connector"]
 
 log = logging.getLogger("gateway.startup")
+# A connector's health changes and failed start clean-ups are logged as the gateway's (as before the split).
+app_log = logging.getLogger("gateway.app")
 
 Starter = Callable[[ConnectorConfig], Awaitable[Connector]]
 
@@ -103,3 +111,60 @@ class StartRetries:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+class EventsHost(Protocol):
+    """What a started connector's events reach of the gateway."""
+
+    @property
+    def subscriptions(self) -> Subscriptions: ...
+    @property
+    def relay_limits(self) -> RelayLimits: ...
+    @property
+    def last_errors(self) -> MutableMapping[str, str]: ...
+    def schedule_rebuild(self, announced: frozenset[str] = frozenset()) -> None: ...
+    def broadcast(self, method: str, params: dict[str, Any] | None = None) -> None: ...
+
+
+class GatewayEvents:
+    """The ConnectorEvents a connector is started with: forwards to its gateway."""
+
+    __slots__ = ("gateway", "name", "_relay")
+
+    def __init__(self, gateway: EventsHost, name: str) -> None:
+        self.gateway = gateway
+        self.name = name
+        self._relay = RelayGate(lambda: gateway.relay_limits)  # its log messages of no call, to all
+
+    def components_changed(self, announced: frozenset[str] = frozenset()) -> None:
+        self.gateway.schedule_rebuild(announced)
+
+    def resource_updated(self, uri: str) -> None:
+        self.gateway.subscriptions.resource_updated(self.name, uri)
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        params: dict[str, Any] = {"level": level, "data": data, "logger": logger or self.name}
+        if admit_broadcast(self._relay, self.name, params):
+            self.gateway.broadcast("notifications/message", params)
+
+    def health_changed(self, health: Health) -> None:
+        if not health.up and health.detail:
+            self.gateway.last_errors[self.name] = health.detail
+        app_log.log(logging.INFO if health.up else logging.WARNING, "connector %s is %s%s", self.name,
+                    "up" if health.up else "down", f": {health.detail}" if health.detail else "")
+        metrics.connector_health_changed(self.name, health.up, self)
+        self.gateway.schedule_rebuild()
+
+
+async def start_connector(connector: Connector, gateway: EventsHost) -> None:
+    """Start one connector with its :class:`GatewayEvents` and instrumentation; on any failure (a
+    cancellation included) nothing of it runs on."""
+    try:
+        await connector.start(GatewayEvents(gateway, connector.name),
+                              ConnectorInstrumentation(connector.name, connector.kind))
+    except BaseException:
+        try:
+            await asyncio.shield(connector.stop())
+        except Exception:  # what start raised is the news; a half-started stop failing is a footnote
+            app_log.exception("stopping connector %s after its failed start failed", connector.name)
+        raise

@@ -1,10 +1,13 @@
 """The filter chain of a config, built explicitly and in order (outermost first).
 
 :func:`build_filters` runs at start-up and again on a reload of a policy section; the
-:class:`gateway.app.Gateway` installs what it returns in its dispatcher."""
+:class:`gateway.app.Gateway` installs what it returns in its dispatcher, started by
+:func:`start_filters` (nothing stays started when one fails) and, once replaced or at the
+gateway's stop, stopped by :func:`stop_filters`."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +26,10 @@ from gateway.policy import AccessPolicy
 from gateway.protocol.errors import GatewayError
 from gateway.telemetry import metrics, tracing
 
-__all__ = ["build_filters"]
+__all__ = ["build_filters", "start_filters", "stop_filters"]
+
+# A filter failing to stop is logged as the gateway's (gateway.app, as before these moved here).
+_app_log = logging.getLogger("gateway.app")
 
 
 def build_filters(config: GatewayConfig, catalog: Catalog) -> list[Filter]:
@@ -63,3 +69,29 @@ def _tool_lookup(catalog: Catalog) -> Callable[[str], tuple[str, dict[str, Any]]
             return None
         return entry.connector.name, entry.wire
     return lookup
+
+
+async def start_filters(filters: list[Filter]) -> None:
+    """Start each filter that has a ``start``, in chain order; when one fails, those already
+    started are stopped (:func:`stop_filters`) and the failure raised."""
+    started: list[Filter] = []
+    try:
+        for flt in filters:
+            start = getattr(flt, "start", None)
+            if start is not None:
+                await start()
+            started.append(flt)
+    except BaseException:
+        await stop_filters(started)
+        raise
+
+
+async def stop_filters(filters: list[Filter]) -> None:
+    """Stop each filter that has a ``stop``, innermost first; a failure is logged, never raised."""
+    for flt in reversed(filters):
+        stop = getattr(flt, "stop", None)
+        if stop is not None:
+            try:
+                await stop()
+            except Exception:
+                _app_log.exception("stopping filter %s failed", type(flt).__name__)

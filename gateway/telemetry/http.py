@@ -10,6 +10,8 @@
   handler, the status page (:mod:`gateway.status`) on ``telemetry.metrics_port``; the gateway starts it and stops it after the last request.
   A worker of ``serve --workers N`` serves it on a loopback socket the supervisor made instead
   (``sock``): the supervisor owns the metrics port and merges the workers (:mod:`.supervisor`).
+  :class:`MetricsListener` is the gateway's one such server, started, moved or stopped as the
+  ``telemetry`` section of each (re)loaded config asks.
 * :func:`use_aggregate`: in a worker, ``/metrics`` on the main port answers with the supervisor's
   merged exposition, fetched from its loopback URL, not this process's own numbers (a scrape
   would see one worker at random). The worker's own listener keeps serving its own registry.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -32,13 +35,19 @@ from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPEN
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
 from gateway.config import TelemetryConfig
+from gateway.protocol.errors import ConfigError
 from gateway.telemetry import metrics
 
-__all__ = ["add_routes", "metrics_handler", "start_metrics_server", "render", "readiness", "use_aggregate"]
+__all__ = ["add_routes", "metrics_handler", "start_metrics_server", "MetricsListener", "render", "readiness",
+           "use_aggregate"]
 
 # The supervisor's merged /metrics (serve --workers N without telemetry.metrics_port), or None.
 _aggregate_url: str | None = None
 AGGREGATE_TIMEOUT_S = 10.0  # the supervisor's own fetches are bounded at 5 s each, in parallel
+
+
+# The listener's warnings are the gateway's (logged as gateway.app, as they always were).
+_app_log = logging.getLogger("gateway.app")
 
 
 def use_aggregate(url: str | None) -> None:
@@ -133,3 +142,44 @@ async def start_metrics_server(host: str, port: int, health: Callable[[], dict[s
     site: web.BaseSite = web.SockSite(runner, sock) if sock is not None else web.TCPSite(runner, host, port)
     await site.start()
     return runner
+
+
+class MetricsListener:
+    """The gateway's own ``/metrics`` listener (:func:`start_metrics_server`): on
+    ``telemetry.metrics_port``, or on a worker's socket from the supervisor."""
+
+    def __init__(self) -> None:
+        self._server: web.AppRunner | None = None
+        self._port: int | None = None
+
+    async def apply(self, telemetry: TelemetryConfig, host: str, health: Callable[[], dict[str, Any]],
+                    status: Handler, *, sock: socket.socket | None = None, optional: bool = False) -> None:
+        """Serve as ``telemetry`` asks (a reload that keeps the port keeps the server). A port that
+        is taken is a ConfigError, or a warning and no listener when ``optional`` (a stdio gateway
+        sharing the deployment's config: the stdio client matters more than a second /metrics)."""
+        if sock is not None:
+            # A worker: its listener is the supervisor's socket whatever the port says (the port
+            # is the supervisor's), started once and kept across reloads.
+            if self._server is None:
+                self._server = await start_metrics_server("", 0, health, status, sock=sock)
+            return
+        port = telemetry.metrics_port if telemetry.metrics else None
+        if self._server is not None and port == self._port:
+            return  # a reload that kept the port keeps the server (and its open scrapes)
+        await self.close()
+        if port is not None:
+            try:
+                self._server = await start_metrics_server(host, port, health, status)
+            except OSError as exc:  # the port is taken: a config problem, said as one
+                if not optional:
+                    raise ConfigError(f"cannot serve /metrics on port {port}: {exc.strerror or exc}",
+                                      "telemetry.metrics_port") from None
+                _app_log.warning("telemetry.metrics_port %s: %s; this stdio gateway serves no /metrics", port,
+                                 exc.strerror or exc)
+                port = None
+        self._port = port
+
+    async def close(self) -> None:
+        if self._server is not None:
+            await self._server.cleanup()
+            self._server = None
