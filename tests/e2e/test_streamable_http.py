@@ -404,7 +404,9 @@ async def test_a_response_nobody_received_is_kept_for_resumption(monkeypatch: py
     testkit.register(monkeypatch)
     async with running_gateway(RESUMABLE) as running:
         session = await initialize(http, running.mcp_url)
-        primed = await _cut_after_priming(session, 0.2)
+        # The call must outlast the cut (a loaded machine may take a while to read the priming
+        # event): answered before it, the response would count as received and be collected.
+        primed = await _cut_after_priming(session, 1.0)
         stream = _stream(running, session.id, primed)
         async with asyncio.timeout(5):
             await stream._done.wait()  # answered while the client was away
