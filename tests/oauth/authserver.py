@@ -235,7 +235,10 @@ class ProtectedUpstream:
 
 
 async def _serve(app: web.Application) -> tuple[web.AppRunner, int]:
-    runner = web.AppRunner(app)
+    # At the end of a test the proxy may still be relaying an SSE stream the upstream keeps open:
+    # cleanup then cancels it after 0.5 s instead of waiting out aiohttp's default 60 s (in
+    # practice until the upstream's next chunk, ~15 s, failed to be written).
+    runner = web.AppRunner(app, shutdown_timeout=0.5)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
