@@ -25,7 +25,7 @@ the ranker and of BM25, how many ``find_tools`` answers held fewer than 5 tools;
 tool count, the index build time (a fresh ``CatalogSearch`` over the endpoint's view, i.e. what
 the endpoint's first search or warm-up does) and ``find_tools`` p50 latency, both as the HTTP
 round trip (wall) and as the endpoint's ranking call alone (``CatalogSearch.find``, CPU time).
-Measurement-only sets (box, digitalocean, GitHub's blind-5) are marked ``M``; nothing per query
+Measurement-only sets (box, digitalocean, slack, sendgrid, GitHub's blind-5) are marked ``M``; nothing per query
 is ever printed for them. Domain packs (docs/discovery.md): the GitHub endpoint enables its pack
 (``search: {packs: [github]}``); ``github-core`` is the same catalog and set without it (what the
 pack adds); the six other catalogs are served with the general core alone, as any API is. ``--misses`` prints the misses at 5 of the tuning sets only.
@@ -88,6 +88,8 @@ CATALOGS = (
     Catalog("vikunja", "vikunja.json.gz", "vikunja-tasks.yaml", False),
     Catalog("digitalocean", "digitalocean.json.gz", "digitalocean-tasks.yaml", True),
     Catalog("box", "box.json.gz", "box-tasks.yaml", True),
+    Catalog("slack", "slack.json.gz", "slack-tasks.yaml", True),
+    Catalog("sendgrid", "sendgrid.json.gz", "sendgrid-tasks.yaml", True),
     Catalog("github", "github-api.json.gz", "github-tasks-blind5.yaml", True, packs=("github",)),
     # The same GitHub endpoint without its pack: what the pack adds (the general core alone).
     Catalog("github-core", "github-api.json.gz", "github-tasks-blind5.yaml", True, connector="github"),

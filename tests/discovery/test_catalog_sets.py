@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-CATALOGS = ("stripe", "twilio-api", "opsgenie", "vikunja", "digitalocean", "box")
-MEASUREMENT_ONLY = {"box", "digitalocean"}
+CATALOGS = ("stripe", "twilio-api", "opsgenie", "vikunja", "digitalocean", "box", "slack", "sendgrid")
+MEASUREMENT_ONLY = {"box", "digitalocean", "slack", "sendgrid"}
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
 
