@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from gateway.discovery import SearchIndex
-from gateway.discovery.labelled import (
+from tests.discovery.labelled import (
     BLIND,
     BLIND2,
     BLIND3,
