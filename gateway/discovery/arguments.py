@@ -34,6 +34,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gateway.discovery.lexicon import SenseTables
 from gateway.discovery.words import split_words
 
 __all__ = ["Arguments", "tokens", "HINTS", "KINDS"]
@@ -73,12 +74,13 @@ _TOKEN = re.compile(r"""
   | (?P<number>(?<![\w.-])\#?\d+(?![\w.]))
 """, re.VERBOSE)
 
-# An upper-case name with underscores is an environment variable's or a secret's, not words; not
-# one with the platform's reserved prefix (GITHUB_TOKEN names the built-in workflow token).
-_CONSTANT = re.compile(r"(?!GITHUB_)[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
-# Nouns followed by the name of the thing they are: "branch feature-x", "workflow ci.yml".
-_NAMED = frozenset("branch branches tag ref label labels team org organization repo repository milestone "
-                   "environment workflow file project package gist topic codespace runner".split())
+# An upper-case name with underscores is an environment variable's or a secret's, not words (a
+# pack may name its platform's reserved prefixes, read as words: SenseTables.reserved_constants).
+_CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+# Nouns followed by the name of the thing they are: "branch feature-x", "label needs-triage"
+# (a pack adds its world's: SenseTables.named).
+_NAMED = frozenset("branch branches tag label labels team org organization milestone environment file "
+                   "project package topic".split())
 # Nouns before which an identifier-like token is the thing's name: "the needs-review label".
 _NAMED_AFTER = frozenset("label labels branch tag team environment milestone topic".split())
 _PEOPLE = frozenset("user users member person collaborator username login author".split())
@@ -91,8 +93,6 @@ _FILE = re.compile(r"\.(json|ya?ml|md|txt|py|js|ts|tsx|jsx|toml|lock|xml|cfg|ini
 # "with the comment 'LGTM'", "with a message of 'release 1.2'": up to three words naming an argument.
 _ARGUMENT_NAME = re.compile(r"\bwith\s+(?:the|a|an)\s+((?:[A-Za-z]+\s+){0,2}[A-Za-z]+)\s*(?:of\s*|:\s*)?$",
                             re.IGNORECASE)
-# Nouns whose "#N" is their own number, not an issue's: "run #512", "alert #17".
-_NAMED_NUMBERS = frozenset("run runs job build alert dependabot deployment release check step workflow".split())
 # Words after which a number is a count or a limit, not an identifier ("the last 30", "top 10").
 _COUNTS = frozenset("last first top past next over under than least most every per within about "
                     "around only all".split())
@@ -106,11 +106,17 @@ class Arguments:
     kinds: list[str] = field(default_factory=list)  # value kinds found, in order (see HINTS)
 
 
-def tokens(query: str, ordinary: Callable[[str], bool]) -> Arguments:
+_NO_TABLES = SenseTables()
+
+
+def tokens(query: str, ordinary: Callable[[str], bool], tables: SenseTables = _NO_TABLES) -> Arguments:
     """The words of *query* and the kinds of its values. *ordinary* says whether a word is one of
     the vocabulary's (a stop word or a map key): ``ci/cd`` and ``read/write`` are words, not an
-    owner/name."""
+    owner/name. *tables* are the enabled packs' words: more nouns that name things
+    (``named``/``named_after``), nouns with their own "#N" (``numbered``; without one, "#N" is a
+    ticket's number) and reserved variable prefixes read as words."""
     out = Arguments()
+    naming, naming_after = _NAMED | tables.named, _NAMED_AFTER | tables.named_after
     query = _POSSESSIVE.sub("", _IS.sub(r"\1 is", query))  # "the repo's CI": the repo, CI (no word "s")
     pos = 0
     for m in _TOKEN.finditer(query):
@@ -125,13 +131,13 @@ def tokens(query: str, ordinary: Callable[[str], bool]) -> Arguments:
                 out.words.extend(parts)
                 continue
             kind = "repository"
-        elif kind == "ident" and _CONSTANT.fullmatch(text):
+        elif kind == "ident" and _CONSTANT.fullmatch(text) and not text.startswith(tables.reserved_constants):
             kind = "setting"  # "the secret SONAR_TOKEN", "NODE_VERSION": a variable's or secret's name
         elif kind == "ident":
             # "branch feature-x", "the label needs-triage", "workflow ci.yml": the thing's name;
             # elsewhere an identifier-like token is words ("self-hosted", "re-run").
             following = split_words(query[pos:pos + 40])[:1]
-            if (out.words and out.words[-1] in _NAMED) or (following and following[0] in _NAMED_AFTER):
+            if (out.words and out.words[-1] in naming) or (following and following[0] in naming_after):
                 continue  # "the needs-review label": the label's name (not "a self-hosted runner")
             if not _FILE.search(text):
                 out.words.extend(split_words(text))
@@ -144,7 +150,7 @@ def tokens(query: str, ordinary: Callable[[str], bool]) -> Arguments:
             if text.startswith("#") or (before and before not in _COUNTS and not before.isdigit()
                                         and not (after and _plural(after[0]))):
                 kind = "one"
-                if text.startswith("#") and before not in _NAMED_NUMBERS:
+                if text.startswith("#") and before not in tables.numbered:
                     out.kinds.append("ticket")  # "close #482": an issue's or a PR's number
             else:
                 continue

@@ -32,7 +32,7 @@ from gateway.discovery.intent import Intent, agreement, tool_kind
 from gateway.discovery.lexicon import Lexicon
 from gateway.discovery.packs import lexicon
 from gateway.discovery.query import parse
-from gateway.discovery.rank import HeadIndex, Profile, profile, rerank
+from gateway.discovery.rank import SCOPES, HeadIndex, Profile, profile, rerank
 from gateway.discovery.tools import MAX_LIMIT, MAX_QUERY
 from gateway.discovery.words import split_words, stem, words_text
 
@@ -153,7 +153,10 @@ class SearchIndex:
         self._names: dict[int, str] = {}
         self._prints: dict[str, str] = {}
         self._profiles: dict[str, Profile] = {}  # each tool's stems for the re-rank
-        self._heads = HeadIndex()
+        # The owner words tool names are scoped to ("-for-org"): the core's and the packs'. Read
+        # when a tool is indexed (a lexicon replaced later keeps the index's profiles).
+        self._scopes = SCOPES | self.lexicon.tables.scopes
+        self._heads = HeadIndex(self._scopes)
         self._next = 1
         self._len = 0
         self._dfs: dict[str, int] = {}
@@ -202,7 +205,7 @@ class SearchIndex:
         self._rowids[doc.name], self._names[rowid] = rowid, doc.name
         self._prints[doc.name] = doc.fingerprint()
         prof = self._profiles[doc.name] = profile(local, doc.title, doc.tags, doc.path, doc.description,
-                                                  doc.param_names, doc.kind, doc.deprecated, doc.answers)
+                                                  doc.param_names, doc.kind, doc.deprecated, doc.answers, self._scopes)
         self._heads.add(doc.name, prof)
 
     def search(self, query: str, limit: int = 8,

@@ -50,8 +50,10 @@ class Vocabulary:
 
 @dataclass(frozen=True, slots=True)
 class SenseTables:
-    """The domain's words and meanings the sense rules (:mod:`.senses`, :mod:`.clause_senses`) read.
-    Each field is empty by default: the rule that needs it does not fire without a pack."""
+    """The domain's words and meanings the core's rules read: the sense rules (:mod:`.senses`,
+    :mod:`.clause_senses`), the value reader (:mod:`.arguments`) and the name profiles (:mod:`.rank`).
+    Each field is empty by default: a rule that needs it does not fire without a pack, and a word
+    set adds to the core's own English words for the same rule."""
 
     # "who starred the repo": the people who did what the verb says (verb → their nouns).
     agents: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -83,6 +85,19 @@ class SenseTables:
     versioned: Mapping[str, Alts] = field(default_factory=dict)
     # "commit an updated package.json": a file path with a committing verb writes a file's contents.
     committed_file: tuple[str, ...] = ()
+    # -- what the core's value and name rules read besides their own English words (added to them) --
+    # Nouns followed by the thing's name ("workflow ci.yml", "repo acme-api": an identifier, not words).
+    named: frozenset[str] = frozenset()
+    # Nouns before which an identifier-like token is the thing's name ("the needs-review label").
+    named_after: frozenset[str] = frozenset()
+    # Nouns whose "#N" is their own number ("run #512", "alert #17"); any other "#N" is a ticket's.
+    numbered: frozenset[str] = frozenset()
+    # Prefixes of the platform's reserved variable names, read as words ("GITHUB_TOKEN").
+    reserved_constants: tuple[str, ...] = ()
+    # Words between a verb and its object that do not change the object's kind ("lock the *repo* main").
+    object_skipped: frozenset[str] = frozenset()
+    # Owners a tool name can be scoped to after "for" ("list-for-authenticated-user", "-for-repo").
+    scopes: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,7 +66,7 @@ def _parse(query: str, named: Callable[[str], bool] | None, lex: Lexicon) -> Que
     tables = lex.tables
     if tables.plus_one:
         query = _PLUS_ONE.sub(f" {tables.plus_one} ", query)  # "+1'd", "-1": a reaction, not the number 1
-    args = tokens(query, lex.ordinary)
+    args = tokens(query, lex.ordinary, tables)
     words = [w for w in args.words if not w.isdigit()]  # a count left in ("top 10") asks nothing
     words = words[frame(words):]  # "how do I delete a branch" asks to delete a branch
     sense = senses(words, lex.known, lex.phrasal, named, tables)
