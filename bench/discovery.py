@@ -39,6 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from gateway.discovery import SearchIndex  # noqa: E402
+from gateway.discovery.tools import CALL_TOOL, DEFAULT_LIMIT, FIND_TOOLS, find_result  # noqa: E402
 from tests.discovery.labelled import (  # noqa: E402
     BLIND,
     BLIND2,
@@ -53,7 +54,6 @@ from tests.discovery.labelled import (  # noqa: E402
     github_corpus,
     load_tasks,
 )
-from gateway.discovery.tools import CALL_TOOL, DEFAULT_LIMIT, FIND_TOOLS, find_result  # noqa: E402
 
 TARGET_RECALL5 = 0.9
 TARGET_P50_MS = 5.0

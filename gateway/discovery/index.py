@@ -140,7 +140,8 @@ def _quote(phrase: str) -> str:
 
 
 class SearchIndex:
-    """An in-memory FTS5 index of tools; see the module docstring for the contract."""
+    """An in-memory FTS5 index of tools; see the module docstring for the contract. The lexical
+    :class:`~gateway.discovery.ranker.Ranker` (its :meth:`search` keeps that contract)."""
 
     def __init__(self, packs: Iterable[str] = ()) -> None:
         # The words queries are read with: the core and the domain packs enabled (none by default;

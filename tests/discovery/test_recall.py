@@ -29,6 +29,8 @@ from pathlib import Path
 import pytest
 
 from gateway.discovery import SearchIndex
+from gateway.discovery.words import split_words
+from tests.discovery.github_pack import GITHUB, PACKS
 from tests.discovery.labelled import (
     BLIND,
     BLIND2,
@@ -45,8 +47,6 @@ from tests.discovery.labelled import (
     github_corpus,
     load_tasks,
 )
-from gateway.discovery.words import split_words
-from tests.discovery.github_pack import GITHUB, PACKS
 
 # The GitHub sets are read with the github pack; the snapshots record its map merged with the core.
 SYNONYMS, SOFT = GITHUB.synonyms, GITHUB.soft
