@@ -122,11 +122,12 @@ class Lexicon:
     """The core's knowledge merged with the enabled packs' (in order; a later pack wins)."""
 
     def __init__(self, vocabulary: Mapping[Key, Alts], soft: Mapping[str, tuple[str, ...]],
-                 hints: Mapping[str, tuple[str, ...]], packs: tuple[Pack, ...] = ()) -> None:
+                 hints: Mapping[str, tuple[str, ...]], packs: tuple[Pack, ...] = (),
+                 tables: SenseTables | None = None) -> None:
         synonyms = dict(vocabulary)
         soft_map = dict(soft)
         hint_map = dict(hints)
-        tables = SenseTables()
+        tables = tables or SenseTables()  # the core's own (English), then each pack's merged in
         for pack in packs:
             synonyms.update(pack.vocabulary)
             soft_map.update(pack.soft)

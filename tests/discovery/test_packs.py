@@ -16,6 +16,7 @@ import pytest
 
 from gateway.config import parse_config
 from gateway.discovery import SearchIndex, doc_from_tool
+from gateway.discovery.core_senses import CORE_SENSES
 from gateway.discovery.lexicon import Lexicon, Pack, SenseTables
 from gateway.discovery.packs import KNOWN, core, lexicon, load
 from gateway.discovery.query import parse
@@ -101,7 +102,11 @@ def test_sense_tables_are_the_packs_data() -> None:
     # "who starred the repo" asks for the stargazers only with a pack whose tables say so.
     assert any("stargazer" in c.phrases for c in parse("who starred the repo", lexicon=GITHUB).concepts)
     assert not any("stargazer" in c.phrases for c in parse("who starred the repo").concepts)
-    assert core().tables == SenseTables()
+    # The core's own tables hold English only (being told whenever ..., a reaction, telling
+    # someone that ...): none of a pack's domain words.
+    assert core().tables == CORE_SENSES
+    assert not any(getattr(CORE_SENSES, f) for f in ("agents", "object_senses", "branch_names", "roles",
+                                                     "reactions", "plus_one", "named", "numbered", "scopes"))
     # A value's hint in GitHub's world: owner/name is a repository, "#12" an issue or a PR.
     assert {"repo", "issue"} <= {p for c in parse("close #12 in acme/api", lexicon=GITHUB).soft for p in c.phrases}
     assert not {"repo", "issue"} & {p for c in parse("close #12 in acme/api").soft for p in c.phrases}
@@ -209,3 +214,15 @@ def test_two_packs_merge_their_words() -> None:
     assert both.tables.agents == {"star": ("stargazer",), "watch": ("watcher",)}
     assert both.tables.branch_names == {"main", "trunk"} and both.tables.why_not == (("rule",),)
     assert Lexicon(SYNONYMS, core().soft, core().hints, (load("github"),)).tables == load("github").senses
+
+
+def test_the_core_reads_english_senses_for_any_api() -> None:
+    # Being told whenever something happens, a reaction as a verb, telling someone that ...: how
+    # anyone asks, read without a pack (the github pack reads them the same way).
+    for query, meaning in [("post to https://hooks.example.com/x whenever a task gets created", "webhook"),
+                           ("thumbs-up comment 55", "reaction"),
+                           ("tell the customer that the order shipped", "message")]:
+        assert meaning in {p for c in parse(query).concepts for p in c.phrases}, query
+    assert "message" not in {p for c in parse("tell the customer that it shipped", lexicon=GITHUB).concepts
+                             for p in c.phrases}  # GitHub's own: a comment or a reply
+
