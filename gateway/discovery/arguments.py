@@ -19,6 +19,10 @@ says *get one*, not *list*. :func:`tokens` splits a query into words and typed v
   and a letter: a commit SHA;
 * an identifier-like token (``feature-x``, ``ci.yml``) right after a noun that names things
   (branch, label, workflow, file, ...): that thing's name; elsewhere it is words ("self-hosted");
+* opaque ids (``CA9f2c1e0a7b``, ``AC33b9``: letters and digits alternating, unlike a word with a
+  number in it such as ``sha256`` or ``i18n``) and typed ids (``cus_P2x9``, ``sub_1Oa9``: a type
+  prefix, an underscore and a code): one item; a typed id's prefix is kept
+  (:attr:`Arguments.prefixes`) for the catalog to say what it abbreviates;
 * numbers and ``#12``: an identifier when they follow a noun ("run 123", "ticket #42") -- evidence
   that the caller asks about *one* item -- or a count ("the last 30 days", "top 10").
 
@@ -72,7 +76,11 @@ _TOKEN = re.compile(r"""
   | (?P<ident>(?<![\w.-])[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+(?![\w-]))
   | (?P<sha>(?<![\w-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-]))
   | (?P<number>(?<![\w.-])\#?\d+(?![\w.]))
+  | (?P<opaque>(?<![\w.-])(?=(?:[A-Za-z]*\d){2})(?=(?:\d*[A-Za-z]){2})[A-Za-z0-9]{4,}(?![\w.-]))
 """, re.VERBOSE)
+# An object's id with its type's prefix ("cus_P2x9", "sub_1Oa9", "acct_1Nv0"): a short lower-case
+# prefix, an underscore and a code with a digit (snake_case words have none).
+_TYPED_ID = re.compile(r"[a-z]{2,5}_(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{3,}|[a-z]{2,5}_\d{3,}")
 
 # An upper-case name with underscores is an environment variable's or a secret's, not words (a
 # pack may name its platform's reserved prefixes, read as words: SenseTables.reserved_constants).
@@ -104,6 +112,7 @@ class Arguments:
 
     words: list[str] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)  # value kinds found, in order (see HINTS)
+    prefixes: list[str] = field(default_factory=list)  # type prefixes of typed ids ("cus" of "cus_P2x9")
 
 
 _NO_TABLES = SenseTables()
@@ -131,6 +140,16 @@ def tokens(query: str, ordinary: Callable[[str], bool], tables: SenseTables = _N
                 out.words.extend(parts)
                 continue
             kind = "repository"
+        elif kind == "opaque" or (kind == "ident" and _TYPED_ID.fullmatch(text)):
+            # "hang up CA9f2c1e0a7b", "cancel sub_1Oa9": an opaque id names one item; its letters
+            # are no words. A word with a number in it ("sha256", "i18n", "arm64") changes
+            # between letters and digits once or twice, an id's code more often.
+            if kind == "opaque" and _changes(text) < 3:
+                out.words.extend(split_words(text))
+                continue
+            if kind == "ident":
+                out.prefixes.append(text.partition("_")[0])
+            kind = "one"
         elif kind == "ident" and _CONSTANT.fullmatch(text) and not text.startswith(tables.reserved_constants):
             kind = "setting"  # "the secret SONAR_TOKEN", "NODE_VERSION": a variable's or secret's name
         elif kind == "ident":
@@ -170,3 +189,9 @@ def tokens(query: str, ordinary: Callable[[str], bool], tables: SenseTables = _N
 
 def _plural(word: str) -> bool:
     return len(word) > 2 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
+
+
+def _changes(token: str) -> int:
+    """How many times *token* changes between a letter and a digit ("AC33b9": 3, "sha256": 1)."""
+    return sum(a.isdigit() != b.isdigit() for a, b in zip(token, token[1:], strict=False))
+

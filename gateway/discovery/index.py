@@ -220,7 +220,7 @@ class SearchIndex:
         always has a second choice. Scores never rise down the list."""
         limit = max(1, min(int(limit), MAX_LIMIT))
         query = query[:MAX_QUERY]
-        parsed = parse(query, self._heads.names, self.lexicon)
+        parsed = parse(query, self._heads.names, self.lexicon, self._heads.abbreviated)
         if not parsed.intent.strong and parsed.lead:
             # "star the repo", "block a spammer": a sentence that opens with one of the catalog's
             # own verbs asks for what that verb does there.

@@ -31,19 +31,21 @@ __all__ = ["parse", "expand"]
 _PLUS_ONE = re.compile(r"(?<![\w+-])[+-]1(?:'?d|'?s|ed|ing)?(?!\w)")
 
 
-def parse(query: str, named: Callable[[str], bool] | None = None, lexicon: Lexicon | None = None) -> Query:
+def parse(query: str, named: Callable[[str], bool] | None = None, lexicon: Lexicon | None = None,
+          abbreviated: Callable[[str], str] | None = None) -> Query:
     """The concepts, soft hints and intent of *query*; *named* (optional) says whether the catalog
     names a tool with a word (no person is called "issue" or "webhook"). A scene set before the
     request ("CI went green on 1507, squash it in") keeps its things, which the request may point
     back to ("it"), but asks for none of its actions or states, and says nothing of the intent.
     *lexicon* is what the words are read with: the core and the endpoint's packs (default: the
-    core alone, :func:`gateway.discovery.packs.core`)."""
+    core alone, :func:`gateway.discovery.packs.core`). *abbreviated* (optional) gives the
+    catalog's word a typed id's prefix stands for ("cus" of ``cus_P2x9``: customer), or ""."""
     lex = lexicon or core()
     context, request = split_context(query, lex.imperative)
-    asked = _parse(request, named, lex)
+    asked = _parse(request, named, lex, abbreviated)
     if not context:
         return asked
-    scene = _parse(_LINKED.sub(r"\1", context), named, lex)
+    scene = _parse(_LINKED.sub(r"\1", context), named, lex, abbreviated)
     said = {c.phrases for c in asked.concepts}
     things = tuple(c for c in scene.concepts if not c.verb and not c.participle and c.phrases not in said)
     hints = {c.phrases: c for c in asked.soft}
@@ -62,7 +64,8 @@ _LINKED = re.compile(r"(?<!there\s)\b(is|are|was|were|went|got|turned|became|bec
 _COMPUTED = frozenset({"(plural)", "(one)", "(yes/no)"})
 
 
-def _parse(query: str, named: Callable[[str], bool] | None, lex: Lexicon) -> Query:
+def _parse(query: str, named: Callable[[str], bool] | None, lex: Lexicon,
+           abbreviated: Callable[[str], str] | None = None) -> Query:
     tables = lex.tables
     if tables.plus_one:
         query = _PLUS_ONE.sub(f" {tables.plus_one} ", query)  # "+1'd", "-1": a reaction, not the number 1
@@ -153,6 +156,11 @@ def _parse(query: str, named: Callable[[str], bool] | None, lex: Lexicon) -> Que
               and words[k + 2] not in ("me", "us", "myself", "i")}
     soft = {lex.soft[w]: w for w in hints if w in lex.soft and w not in others}
     soft.update({(v,): v for v in values})
+    for prefix in args.prefixes:
+        # "cancel sub_1Oa9": an id's type prefix abbreviates the thing it names (the catalog's word).
+        word = abbreviated(prefix) if abbreviated else ""
+        if word and not any(word in c.phrases for c in kept):
+            kept.append(Concept(f"({prefix}_)", (word,)))
     if tables.committed_file and "path" in args.kinds and words and words[0] in _COMMITTING:
         # "commit an updated package.json to main", "push README.md": a file's contents written.
         kept.append(Concept("(file)", tables.committed_file))

@@ -196,6 +196,16 @@ class HeadIndex:
         """Whether some tool's name or title has *word* (a plain word; compared by its stem)."""
         return stem(word) in self._tools
 
+    def abbreviated(self, prefix: str) -> str:
+        """The name or title stem a typed id's *prefix* abbreviates ("cus" of ``cus_P2x9`` →
+        custom(er), "sub" → subscript(ion)): of the stems that start with it, the one in most
+        tools; "" for a prefix under 3 letters (too many words start with it) or none."""
+        if len(prefix) < 3:
+            return ""
+        found = [(len(tools), word) for word, tools in self._tools.items()
+                 if word.startswith(prefix) and word != prefix]
+        return max(found)[1] if found else ""
+
     def verb_kind(self, word: str) -> str:
         """The kind of operation the catalog's names mean by the verb *word* (a stem): the kind of
         at least 3/4 of the two or more tools whose names start with it; "" if it is no verb of
