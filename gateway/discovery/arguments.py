@@ -95,6 +95,10 @@ _PEOPLE = frozenset("user users member person collaborator username login author
 _POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
 # "who's in the org", "what's the default branch": a contracted "is", not a possessive.
 _IS = re.compile(r"\b(who|what|that|there|it|where|how|here|when|which)['’]s\b", re.IGNORECASE)
+# "don't", "isn't", "won't": the auxiliary and the "t" the sense rules read as "not" ("why can't
+# I push"), so that no "don"/"isn" is left among the words.
+_NOT = re.compile(r"\b([A-Za-z]+?)n['’]t\b")
+_NOT_BASE = {"wo": "will", "ca": "can", "sha": "shall"}
 # The extensions of files people name without a folder ("package.json", "README.md").
 _FILE = re.compile(r"\.(json|ya?ml|md|txt|py|js|ts|tsx|jsx|toml|lock|xml|cfg|ini|sh|go|rs|java|rb|tf|gradle|"
                    r"csv|html|css|sql|conf|env|dockerfile|mod|sum|kt|swift|c|h|cpp|php)$", re.IGNORECASE)
@@ -127,6 +131,7 @@ def tokens(query: str, ordinary: Callable[[str], bool], tables: SenseTables = _N
     out = Arguments()
     naming, naming_after = _NAMED | tables.named, _NAMED_AFTER | tables.named_after
     query = _POSSESSIVE.sub("", _IS.sub(r"\1 is", query))  # "the repo's CI": the repo, CI (no word "s")
+    query = _NOT.sub(lambda m: f"{_NOT_BASE.get(m.group(1).lower(), m.group(1))} t", query)
     pos = 0
     for m in _TOKEN.finditer(query):
         out.words.extend(split_words(query[pos:m.start()]))

@@ -44,3 +44,12 @@ def test_a_typed_ids_prefix_names_the_catalogs_thing() -> None:
     assert any(c.said == "(sub_)" for c in parse("cancel sub_1Oa9", abbreviated=lambda p: "subscript").concepts)
     # A prefix shorter than 3 letters or that starts no word of the catalog adds nothing.
     assert not any(c.said.startswith("(") for c in parse("cancel xq_1Oa9", abbreviated=lambda p: "").concepts)
+
+
+def test_negative_contractions_leave_no_stub_words() -> None:
+    # "don't" is "do" + the "t" the sense rules read as "not"; no "don"/"isn"/"won" word is left.
+    words = _words("we don't use that line, it isn't ours and won't be, why can't I push")[0]
+    assert not {"don", "isn", "won"} & set(words)
+    assert words[:4] == ["we", "do", "t", "use"] and ["will", "t"] == words[words.index("will"):][:2]
+    assert ["can", "t"] == words[words.index("can"):][:2]
+    assert not any(c.said == "don" for c in parse("release that number, we don't use it").concepts)
