@@ -131,6 +131,9 @@ def senses(words: list[str], known: Callable[[str], bool],
             # mean what "kick out", "turn off" mean; the object between them is read as usual.
             out.alts[i], particle = split
             out.skip.add(particle)
+            if particle == i + 2 and not common(words[i + 1]) and i + 1 not in out.values:
+                out.values.add(i + 1)  # "take jake off the project": one unknown word between is a name
+                out.names += 1
         elif word in _ASKING and after in ("if", "whether"):
             out.skip.update((i, i + 1))  # "check if the branch is protected": a yes/no question
             out.yes_no = True

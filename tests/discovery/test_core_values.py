@@ -53,3 +53,12 @@ def test_negative_contractions_leave_no_stub_words() -> None:
     assert words[:4] == ["we", "do", "t", "use"] and ["will", "t"] == words[words.index("will"):][:2]
     assert ["can", "t"] == words[words.index("can"):][:2]
     assert not any(c.said == "don" for c in parse("release that number, we don't use it").concepts)
+
+
+def test_taking_someone_off_is_removing_a_named_person_in_any_api() -> None:
+    parsed = parse("take jake off the Payroll project", named=lambda w: w in ("project", "payroll"))
+    assert ("remove", "delete", "dismiss") in [c.phrases for c in parsed.concepts]
+    assert "jake" not in [c.said for c in parsed.concepts]  # a name, not a thing asked for
+    assert any(c.said == "(name)" for c in parsed.concepts)
+    # Several words between the verb and its particle are its object, read as usual.
+    assert "build" in [c.said for c in parse("take the nightly build off").concepts]
