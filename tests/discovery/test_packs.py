@@ -105,8 +105,8 @@ def test_sense_tables_are_the_packs_data() -> None:
     # The core's own tables hold English only (being told whenever ..., a reaction, telling
     # someone that ...): none of a pack's domain words.
     assert core().tables == CORE_SENSES
-    assert not any(getattr(CORE_SENSES, f) for f in ("agents", "object_senses", "branch_names", "roles",
-                                                     "reactions", "plus_one", "named", "numbered", "scopes"))
+    assert not any(getattr(CORE_SENSES, f) for f in ("agents", "branch_names", "roles", "reactions",
+                                                     "plus_one", "named", "numbered", "scopes"))
     # A value's hint in GitHub's world: owner/name is a repository, "#12" an issue or a PR.
     assert {"repo", "issue"} <= {p for c in parse("close #12 in acme/api", lexicon=GITHUB).soft for p in c.phrases}
     assert not {"repo", "issue"} & {p for c in parse("close #12 in acme/api").soft for p in c.phrases}
@@ -217,11 +217,12 @@ def test_two_packs_merge_their_words() -> None:
 
 
 def test_the_core_reads_english_senses_for_any_api() -> None:
-    # Being told whenever something happens, a reaction as a verb, telling someone that ...: how
-    # anyone asks, read without a pack (the github pack reads them the same way).
+    # Being told whenever something happens, a reaction as a verb, telling someone that ..., handing
+    # work over to someone: how anyone asks, read without a pack (the github pack reads them alike).
     for query, meaning in [("post to https://hooks.example.com/x whenever a task gets created", "webhook"),
                            ("thumbs-up comment 55", "reaction"),
-                           ("tell the customer that the order shipped", "message")]:
+                           ("tell the customer that the order shipped", "message"),
+                           ("hand alert 3f2a over to jake@acme.io", "assign")]:
         assert meaning in {p for c in parse(query).concepts for p in c.phrases}, query
     assert "message" not in {p for c in parse("tell the customer that it shipped", lexicon=GITHUB).concepts
                              for p in c.phrases}  # GitHub's own: a comment or a reply
