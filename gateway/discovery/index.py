@@ -258,7 +258,7 @@ class SearchIndex:
             if name not in seen and (visible is None or visible(name)):
                 pool.append((name, floor))
                 added += 1
-        ranked = rerank(pool, parsed, self._profiles, self._df, self._len)
+        ranked = rerank(pool, parsed, self._profiles, self._df, self._len, self.lexicon.bm25_share)
         return [SearchHit(name, score) for name, score in ranked[:limit]]
 
     def _backfill(self, query: str, parsed: Query, need: int, visible: Callable[[str], bool] | None,
@@ -276,7 +276,7 @@ class SearchIndex:
             # As many as the ranked pool takes, whatever is missing: a larger limit extends the
             # list of a smaller one instead of re-ordering it.
             more = rerank(self._take(cur, max(_CANDIDATES, need), visible, seen), parsed, self._profiles,
-                          self._df, self._len)[:need]
+                          self._df, self._len, self.lexicon.bm25_share)[:need]
         out = [SearchHit(name, score) for name, score in more]
         if fill and len(out) < need:
             taken = seen.keys() | {h.name for h in out}

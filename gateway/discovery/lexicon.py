@@ -24,7 +24,14 @@ from gateway.discovery.concepts import VERBS
 from gateway.discovery.fillers import STOPWORDS
 from gateway.discovery.words import split_words
 
-__all__ = ["Alts", "Key", "Vocabulary", "SenseTables", "Pack", "Lexicon", "inflections"]
+__all__ = ["Alts", "Key", "Vocabulary", "SenseTables", "Pack", "Lexicon", "inflections", "BM25_SHARE"]
+
+# How much the full-text score (BM25, normalised to the best candidate's) counts next to the
+# coverage of the query's concepts in the re-rank (:func:`gateway.discovery.rank.rerank`), for the
+# core alone: its vocabulary knows English, not the catalog's words, so the catalog's own text
+# counts as much as the best coverage. A pack whose map knows its API's words may make coverage
+# count more (:attr:`Pack.bm25_share`).
+BM25_SHARE = 0.75
 
 Key = tuple[str, ...]
 Alts = tuple[tuple[str, ...], ...]
@@ -112,6 +119,8 @@ class Pack:
     soft: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # word → hint phrases (replaces the core's)
     hints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # value kind → hint phrases
     senses: SenseTables = field(default_factory=SenseTables)
+    # The re-rank's weight of the full-text score with this pack (None: the core's BM25_SHARE).
+    bm25_share: float | None = None
 
 
 # Reading verbs the map leaves out as stop words: they still open a request.
@@ -134,6 +143,8 @@ class Lexicon:
             hint_map.update(pack.hints)
             tables = _merge(tables, pack.senses)
         self.packs = tuple(p.name for p in packs)
+        # The last enabled pack that says how much the full-text score counts decides.
+        self.bm25_share = next((p.bm25_share for p in reversed(packs) if p.bm25_share is not None), BM25_SHARE)
         self.synonyms: dict[Key, Alts] = synonyms
         self.soft: dict[str, tuple[str, ...]] = soft_map
         self.hints: dict[str, tuple[str, ...]] = hint_map

@@ -39,6 +39,7 @@ from functools import lru_cache
 from gateway.discovery.arguments import KINDS
 from gateway.discovery.concepts import Concept, Query
 from gateway.discovery.intent import agreement
+from gateway.discovery.lexicon import BM25_SHARE
 from gateway.discovery.words import split_words, stem
 
 __all__ = ["Profile", "profile", "rerank", "HeadIndex", "FIELD_WEIGHTS", "SCOPES"]
@@ -53,7 +54,6 @@ _STATE_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 1.0, 0.2)
 # A field asked for by name ("the *title*, *body* and *state* of issue 77") is what a read answers;
 # a tool named for it ("list-assignees") is another operation.
 _ANSWER_WEIGHTS = (0.5, 0.45, 0.25, 0.25, 0.15, 1.0, 0.1)
-_BM25_SHARE = 0.5
 _SCOPE_SHARE = 0.9
 _EXTRA_PENALTY = 0.6
 _SOFT_BONUS = 0.1
@@ -252,9 +252,10 @@ class HeadIndex:
 
 
 def rerank(pool: Sequence[tuple[str, float]], query: Query, profiles: dict[str, Profile],
-           df: Callable[[str], int], total: int) -> list[tuple[str, float]]:
+           df: Callable[[str], int], total: int, bm25_share: float = BM25_SHARE) -> list[tuple[str, float]]:
     """*pool* (name, BM25 score; higher is better) re-scored for *query*, best first. *df* counts
-    the tools a phrase occurs in, *total* is the number of tools indexed."""
+    the tools a phrase occurs in, *total* is the number of tools indexed; *bm25_share* is how much
+    the full-text score (normalised to the pool's best) counts next to the concepts' coverage."""
     if not pool:
         return []
     top = max(s for _, s in pool) or 1.0
@@ -274,7 +275,7 @@ def rerank(pool: Sequence[tuple[str, float]], query: Query, profiles: dict[str, 
         # Smoothed share: a one-word name ("render") is not wholly unexplained for lacking one word.
         extra = (sum(1 for w in prof.name if w not in asked)
                  + _NAMESPACE_SHARE * sum(1 for w in prof.namespace if w not in asked)) / (len(prof.name) + 1)
-        out.append((name, _BM25_SHARE * score / top + covered - _EXTRA_PENALTY * extra
+        out.append((name, bm25_share * score / top + covered - _EXTRA_PENALTY * extra
                     + agreement(query.intent, prof.kind) + _SOFT_BONUS * hint
                     - (_DEPRECATED_PENALTY if prof.deprecated else 0.0)))
     out.sort(key=lambda h: -h[1])

@@ -62,3 +62,17 @@ def test_taking_someone_off_is_removing_a_named_person_in_any_api() -> None:
     assert any(c.said == "(name)" for c in parsed.concepts)
     # Several words between the verb and its particle are its object, read as usual.
     assert "build" in [c.said for c in parse("take the nightly build off").concepts]
+
+
+def test_the_full_text_share_weighs_bm25_against_coverage() -> None:
+    from gateway.discovery.rank import profile, rerank
+
+    profiles = {"get_balance": profile("get_balance", "Retrieve balance", "", "", "Funds available to pay out",
+                                       "", "read"),
+                "list_payouts": profile("list_payouts", "List payouts", "", "", "Payouts sent", "", "read")}
+    parsed = parse("payouts available")
+    pool = [("get_balance", 10.0), ("list_payouts", 1.0)]  # BM25 prefers the balance's description
+    def order(share: float) -> list[str]:
+        return [n for n, _ in rerank(pool, parsed, profiles, lambda p: 1, 2, share)]
+    assert order(0.0) == ["list_payouts", "get_balance"]  # coverage alone: the name says payouts
+    assert order(5.0) == ["get_balance", "list_payouts"]  # the text score dominates

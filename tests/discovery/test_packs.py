@@ -227,3 +227,12 @@ def test_the_core_reads_english_senses_for_any_api() -> None:
     assert "message" not in {p for c in parse("tell the customer that it shipped", lexicon=GITHUB).concepts
                              for p in c.phrases}  # GitHub's own: a comment or a reply
 
+
+
+def test_how_much_the_full_text_score_counts_is_the_cores_unless_a_pack_says() -> None:
+    from gateway.discovery.lexicon import BM25_SHARE
+    assert core().bm25_share == BM25_SHARE
+    assert GITHUB.bm25_share == load("github").bm25_share == 0.5  # its map knows GitHub's words
+    later = Pack("later", "a test pack", bm25_share=0.9)
+    assert Lexicon(SYNONYMS, {}, {}, (load("github"), later)).bm25_share == 0.9  # the last pack decides
+    assert Lexicon(SYNONYMS, {}, {}, (later, Pack("silent", "says nothing"))).bm25_share == 0.9

@@ -121,4 +121,7 @@ PACK = Pack(
         "ticket": ("issue", "pull"),
     },
     senses=SENSES,
+    # The map covers GitHub's words (~760 keys): coverage of the query's concepts is the stronger
+    # signal, the full-text score counts half of the best coverage (as tuned in rounds 1-6).
+    bm25_share=0.5,
 )
