@@ -77,7 +77,7 @@ import inspect
 # This tree's labelled-set helpers (tests/discovery/labelled.py, not in the export), over the
 # export's gateway and connectors.
 spec = importlib.util.spec_from_file_location("labelled", sys.argv[3])
-labelled = importlib.util.module_from_spec(spec)
+labelled = sys.modules["labelled"] = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(labelled)
 evaluate, github_corpus, load_tasks = labelled.evaluate, labelled.github_corpus, labelled.load_tasks
 corpus = github_corpus("")
@@ -124,7 +124,8 @@ def baseline(ref: str) -> dict[str, list[float]]:
                                   "tests/data/openapi"], check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
         sets = json.dumps([(label, str(path)) for label, path, _ in SETS])
-        out = subprocess.run([sys.executable, "-c", _BASELINE, tmp, sets, str(REPO / "tests" / "discovery" / "labelled.py")], check=True, capture_output=True,
+        labelled = str(REPO / "tests" / "discovery" / "labelled.py")
+        out = subprocess.run([sys.executable, "-c", _BASELINE, tmp, sets, labelled], check=True, capture_output=True,
                              text=True, cwd=tmp)
     result: dict[str, list[float]] = json.loads(out.stdout)
     return result
