@@ -105,6 +105,9 @@ class SenseTables:
     object_skipped: frozenset[str] = frozenset()
     # Owners a tool name can be scoped to after "for" ("list-for-authenticated-user", "-for-repo").
     scopes: frozenset[str] = frozenset()
+    # The API's own spec verbs besides English's (concepts.VERBS): "rerequest", "redeliver"; a
+    # concept holding one asks for an action, a change.
+    verbs: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,16 +153,18 @@ class Lexicon:
         self.hints: dict[str, tuple[str, ...]] = hint_map
         self.tables = tables
         self.max_key = max((len(k) for k in synonyms), default=1)  # the longest key, in words
-        self.verb_forms = frozenset(k[0] for k in synonyms if len(k) == 1) | VERBS
+        self.verbs = VERBS | tables.verbs  # the spec verbs: English's and the packs' own
+        verbs = self.verbs
+        self.verb_forms = frozenset(k[0] for k in synonyms if len(k) == 1) | verbs
         self._first_words = frozenset(k[0] for k in synonyms)
         # Keys meaning an action ("read" → get, "write" → create): ordinary words in "read/write".
         self._verb_keys = frozenset(k[0] for k, alts in synonyms.items()
-                                    if len(k) == 1 and any(a in VERBS for g in alts for a in g))
+                                    if len(k) == 1 and any(a in verbs for g in alts for a in g))
         # Words that open a request: keys meaning an action, alone or as a phrasal verb's first word
         # ("take him off", "re-run"), the spec verbs and the reading verbs the map leaves out as stop words.
         self._openers = frozenset(k[0] for k, alts in synonyms.items()
-                                  if any(a in VERBS for g in alts for a in g)
-                                  and (len(k) == 1 or k[0] not in STOPWORDS)) | VERBS | _READING_OPENERS
+                                  if any(a in verbs for g in alts for a in g)
+                                  and (len(k) == 1 or k[0] not in STOPWORDS)) | verbs | _READING_OPENERS
 
     def lookup(self, key: Key) -> tuple[Alts | None, bool]:
         """The alternatives of *key* and whether they name a thing rather than ask an action: found
@@ -176,7 +181,7 @@ class Lexicon:
 
     def known(self, word: str) -> bool:
         """Whether *word* is the vocabulary's: a stop word, a spec verb or (the start of) a map key."""
-        return word in STOPWORDS or word in VERBS or word in self._first_words or self.lookup((word,))[0] is not None
+        return word in STOPWORDS or word in self.verbs or word in self._first_words or self.lookup((word,))[0] is not None
 
     def phrasal(self, key: Key) -> Alts | None:
         """The map's meaning of a two-word phrasal verb ("kick out", "turn off"), if it is one."""

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from gateway.discovery.arguments import tokens
 from gateway.discovery.clauses import split_context
-from gateway.discovery.concepts import VERBS, Concept, Query
+from gateway.discovery.concepts import Concept, Query
 from gateway.discovery.fillers import ONE_ITEM, STOPWORDS, frame
 from gateway.discovery.intent import READ, WRITE, Intent, is_question, query_intent
 from gateway.discovery.lexicon import Lexicon, inflections
@@ -127,7 +127,7 @@ def _parse(query: str, named: Callable[[str], bool] | None, lex: Lexicon,
                 if participle:
                     # "published", "added": a state, not the action; the map's action words
                     # (create, update) would pull in every tool that does it.
-                    alts = tuple(g for g in (tuple(a for a in group if a not in VERBS) for group in alts) if g) \
+                    alts = tuple(g for g in (tuple(a for a in group if a not in lex.verbs) for group in alts) if g) \
                         or ((),)
                 for j, group in enumerate(alts):
                     # The caller's own word counts for the first concept it stands for.
@@ -150,7 +150,8 @@ def _parse(query: str, named: Callable[[str], bool] | None, lex: Lexicon,
         means = frozenset(p for p in c.phrases if p != c.said) or frozenset(c.phrases)
         if means and means not in seen:
             seen.add(means)
-            kept.append(c)
+            # A pack's own spec verb ("rerequest") asks for an action as English's do.
+            kept.append(replace(c, action=True) if tables.verbs and set(c.phrases) & tables.verbs else c)
     # "repositories owned by user sindresorhus": someone else's, not the caller's own.
     others = {w for k, w in enumerate(words[:-2]) if w in ("own", "owned") and words[k + 1] == "by"
               and words[k + 2] not in ("me", "us", "myself", "i")}
@@ -171,7 +172,7 @@ def _parse(query: str, named: Callable[[str], bool] | None, lex: Lexicon,
     if sense.names and not any(set(c.phrases) & set(NAME_HINT) for c in kept):
         # "what repos does octocat have": the name stands for a user, a thing the tool is about.
         kept.append(Concept("(name)", NAME_HINT))
-    intent = query_intent(words, (c.phrases for c in kept if c.verb))
+    intent = query_intent(words, (c.phrases for c in kept if c.verb), tables.verbs)
     if sense.yes_no and not intent.strong:
         intent = Intent(READ, True)
     if not intent.strong and len(words) > 2 and words[1] in _ARTICLES and words[0] not in STOPWORDS \

@@ -236,3 +236,13 @@ def test_how_much_the_full_text_score_counts_is_the_cores_unless_a_pack_says() -
     later = Pack("later", "a test pack", bm25_share=0.9)
     assert Lexicon(SYNONYMS, {}, {}, (load("github"), later)).bm25_share == 0.9  # the last pack decides
     assert Lexicon(SYNONYMS, {}, {}, (later, Pack("silent", "says nothing"))).bm25_share == 0.9
+
+
+def test_a_packs_own_spec_verbs_ask_for_an_action_only_with_the_pack() -> None:
+    # "redeliver" is GitHub's coinage (a webhook delivery redelivered): an action with the pack,
+    # a plain word of the caller's without it.
+    with_pack = parse("redeliver delivery 42", lexicon=GITHUB)
+    assert any(c.verb and "redeliver" in c.phrases for c in with_pack.concepts)
+    assert with_pack.intent.kind == "write" and with_pack.intent.strong
+    assert not any(c.verb for c in parse("redeliver delivery 42").concepts)
+    assert "redeliver" in GITHUB.verbs and "redeliver" not in core().verbs

@@ -99,6 +99,8 @@ SENSES = SenseTables(
     object_skipped=frozenset("repo repository".split()),
     # "list-for-authenticated-user", "list-for-repo": GitHub's owner scopes in operation names.
     scopes=frozenset("authenticated repo".split()),
+    # GitHub's own spec verbs: a check suite is re-requested, a webhook delivery redelivered.
+    verbs=frozenset("rerequest redeliver".split()),
 )
 
 PACK = Pack(
