@@ -39,7 +39,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from gateway.discovery import SearchIndex  # noqa: E402
-from gateway.discovery.labelled import (  # noqa: E402
+from gateway.discovery.tools import CALL_TOOL, DEFAULT_LIMIT, FIND_TOOLS, find_result  # noqa: E402
+from tests.discovery.labelled import (  # noqa: E402
     BLIND,
     BLIND2,
     BLIND3,
@@ -53,7 +54,6 @@ from gateway.discovery.labelled import (  # noqa: E402
     github_corpus,
     load_tasks,
 )
-from gateway.discovery.tools import CALL_TOOL, DEFAULT_LIMIT, FIND_TOOLS, find_result  # noqa: E402
 
 TARGET_RECALL5 = 0.9
 TARGET_P50_MS = 5.0
@@ -69,12 +69,17 @@ SETS = tuple(s for s in (("main", TASKS, True), ("held-out", HELDOUT, True), ("d
 # Runs in a child process whose sys.path starts with a git export of another commit: that commit's
 # ranker and corpus mapping, this tree's task files. Prints {label: [recall@1, recall@5]}.
 _BASELINE = """
-import json, sys
+import importlib.util, json, sys
 sys.path.insert(0, sys.argv[1])
 from gateway.discovery import SearchIndex
-from gateway.discovery.labelled import evaluate, github_corpus, load_tasks
 from pathlib import Path
 import inspect
+# This tree's labelled-set helpers (tests/discovery/labelled.py, not in the export), over the
+# export's gateway and connectors.
+spec = importlib.util.spec_from_file_location("labelled", sys.argv[3])
+labelled = sys.modules["labelled"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(labelled)
+evaluate, github_corpus, load_tasks = labelled.evaluate, labelled.github_corpus, labelled.load_tasks
 corpus = github_corpus("")
 # The GitHub sets are read with the github pack where the ranker has packs (issue 28), as before otherwise.
 index = SearchIndex(("github",)) if "packs" in inspect.signature(SearchIndex).parameters else SearchIndex()
@@ -119,7 +124,8 @@ def baseline(ref: str) -> dict[str, list[float]]:
                                   "tests/data/openapi"], check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
         sets = json.dumps([(label, str(path)) for label, path, _ in SETS])
-        out = subprocess.run([sys.executable, "-c", _BASELINE, tmp, sets], check=True, capture_output=True,
+        labelled = str(REPO / "tests" / "discovery" / "labelled.py")
+        out = subprocess.run([sys.executable, "-c", _BASELINE, tmp, sets, labelled], check=True, capture_output=True,
                              text=True, cwd=tmp)
     result: dict[str, list[float]] = json.loads(out.stdout)
     return result

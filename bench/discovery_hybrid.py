@@ -47,8 +47,8 @@ from connectors.base import ToolSpec  # noqa: E402
 from gateway.discovery.catalog_search import CatalogSearch  # noqa: E402
 from gateway.discovery.embeddings import safe_url  # noqa: E402
 from gateway.discovery.hybrid import Semantic  # noqa: E402
-from gateway.discovery.labelled import BLIND, DEV, FRESH, HELDOUT, TASKS, github_corpus, load_tasks  # noqa: E402
 from gateway.endpoints.config import EmbeddingsConfig  # noqa: E402
+from tests.discovery.labelled import BLIND, DEV, FRESH, HELDOUT, TASKS, github_corpus, load_tasks  # noqa: E402
 from tests.test_catalog import Fake, _catalog  # noqa: E402
 
 

@@ -39,8 +39,8 @@ from gateway.app import Gateway  # noqa: E402
 from gateway.config import parse_config  # noqa: E402
 from gateway.context import Principal  # noqa: E402
 from gateway.discovery.catalog_search import CatalogSearch  # noqa: E402
-from gateway.discovery.labelled import GITHUB_SPEC, load_tasks  # noqa: E402
 from gateway.session import Session  # noqa: E402
+from tests.discovery.labelled import GITHUB_SPEC, load_tasks  # noqa: E402
 
 
 def config(copies: int) -> str:

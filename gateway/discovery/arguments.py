@@ -19,6 +19,10 @@ says *get one*, not *list*. :func:`tokens` splits a query into words and typed v
   and a letter: a commit SHA;
 * an identifier-like token (``feature-x``, ``ci.yml``) right after a noun that names things
   (branch, label, workflow, file, ...): that thing's name; elsewhere it is words ("self-hosted");
+* opaque ids (``CA9f2c1e0a7b``, ``AC33b9``: letters and digits alternating, unlike a word with a
+  number in it such as ``sha256`` or ``i18n``) and typed ids (``cus_P2x9``, ``sub_1Oa9``: a type
+  prefix, an underscore and a code): one item; a typed id's prefix is kept
+  (:attr:`Arguments.prefixes`) for the catalog to say what it abbreviates;
 * numbers and ``#12``: an identifier when they follow a noun ("run 123", "ticket #42") -- evidence
   that the caller asks about *one* item -- or a count ("the last 30 days", "top 10").
 
@@ -34,6 +38,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gateway.discovery.lexicon import SenseTables
 from gateway.discovery.words import split_words
 
 __all__ = ["Arguments", "tokens", "HINTS", "KINDS"]
@@ -71,28 +76,35 @@ _TOKEN = re.compile(r"""
   | (?P<ident>(?<![\w.-])[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+(?![\w-]))
   | (?P<sha>(?<![\w-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-]))
   | (?P<number>(?<![\w.-])\#?\d+(?![\w.]))
+  | (?P<opaque>(?<![\w.-])(?=(?:[A-Za-z]*\d){2})(?=(?:\d*[A-Za-z]){2})[A-Za-z0-9]{4,}(?![\w.-]))
 """, re.VERBOSE)
+# An object's id with its type's prefix ("cus_P2x9", "sub_1Oa9", "acct_1Nv0"): a short lower-case
+# prefix, an underscore and a code with a digit (snake_case words have none).
+_TYPED_ID = re.compile(r"[a-z]{2,5}_(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{3,}|[a-z]{2,5}_\d{3,}")
 
-# An upper-case name with underscores is an environment variable's or a secret's, not words; not
-# one with the platform's reserved prefix (GITHUB_TOKEN names the built-in workflow token).
-_CONSTANT = re.compile(r"(?!GITHUB_)[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
-# Nouns followed by the name of the thing they are: "branch feature-x", "workflow ci.yml".
-_NAMED = frozenset("branch branches tag ref label labels team org organization repo repository milestone "
-                   "environment workflow file project package gist topic codespace runner".split())
+# An upper-case name with underscores is an environment variable's or a secret's, not words (a
+# pack may name its platform's reserved prefixes, read as words: SenseTables.reserved_constants).
+_CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+# Nouns followed by the name of the thing they are: "branch feature-x", "label needs-triage"
+# (a pack adds its world's: SenseTables.named).
+_NAMED = frozenset("branch branches tag label labels team org organization milestone environment file "
+                   "project package topic".split())
 # Nouns before which an identifier-like token is the thing's name: "the needs-review label".
 _NAMED_AFTER = frozenset("label labels branch tag team environment milestone topic".split())
 _PEOPLE = frozenset("user users member person collaborator username login author".split())
 _POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
 # "who's in the org", "what's the default branch": a contracted "is", not a possessive.
 _IS = re.compile(r"\b(who|what|that|there|it|where|how|here|when|which)['’]s\b", re.IGNORECASE)
+# "don't", "isn't", "won't": the auxiliary and the "t" the sense rules read as "not" ("why can't
+# I push"), so that no "don"/"isn" is left among the words.
+_NOT = re.compile(r"\b([A-Za-z]+?)n['’]t\b")
+_NOT_BASE = {"wo": "will", "ca": "can", "sha": "shall"}
 # The extensions of files people name without a folder ("package.json", "README.md").
 _FILE = re.compile(r"\.(json|ya?ml|md|txt|py|js|ts|tsx|jsx|toml|lock|xml|cfg|ini|sh|go|rs|java|rb|tf|gradle|"
                    r"csv|html|css|sql|conf|env|dockerfile|mod|sum|kt|swift|c|h|cpp|php)$", re.IGNORECASE)
 # "with the comment 'LGTM'", "with a message of 'release 1.2'": up to three words naming an argument.
 _ARGUMENT_NAME = re.compile(r"\bwith\s+(?:the|a|an)\s+((?:[A-Za-z]+\s+){0,2}[A-Za-z]+)\s*(?:of\s*|:\s*)?$",
                             re.IGNORECASE)
-# Nouns whose "#N" is their own number, not an issue's: "run #512", "alert #17".
-_NAMED_NUMBERS = frozenset("run runs job build alert dependabot deployment release check step workflow".split())
 # Words after which a number is a count or a limit, not an identifier ("the last 30", "top 10").
 _COUNTS = frozenset("last first top past next over under than least most every per within about "
                     "around only all".split())
@@ -104,14 +116,22 @@ class Arguments:
 
     words: list[str] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)  # value kinds found, in order (see HINTS)
+    prefixes: list[str] = field(default_factory=list)  # type prefixes of typed ids ("cus" of "cus_P2x9")
 
 
-def tokens(query: str, ordinary: Callable[[str], bool]) -> Arguments:
+_NO_TABLES = SenseTables()
+
+
+def tokens(query: str, ordinary: Callable[[str], bool], tables: SenseTables = _NO_TABLES) -> Arguments:
     """The words of *query* and the kinds of its values. *ordinary* says whether a word is one of
     the vocabulary's (a stop word or a map key): ``ci/cd`` and ``read/write`` are words, not an
-    owner/name."""
+    owner/name. *tables* are the enabled packs' words: more nouns that name things
+    (``named``/``named_after``), nouns with their own "#N" (``numbered``; without one, "#N" is a
+    ticket's number) and reserved variable prefixes read as words."""
     out = Arguments()
+    naming, naming_after = _NAMED | tables.named, _NAMED_AFTER | tables.named_after
     query = _POSSESSIVE.sub("", _IS.sub(r"\1 is", query))  # "the repo's CI": the repo, CI (no word "s")
+    query = _NOT.sub(lambda m: f"{_NOT_BASE.get(m.group(1).lower(), m.group(1))} t", query)
     pos = 0
     for m in _TOKEN.finditer(query):
         out.words.extend(split_words(query[pos:m.start()]))
@@ -125,13 +145,23 @@ def tokens(query: str, ordinary: Callable[[str], bool]) -> Arguments:
                 out.words.extend(parts)
                 continue
             kind = "repository"
-        elif kind == "ident" and _CONSTANT.fullmatch(text):
+        elif kind == "opaque" or (kind == "ident" and _TYPED_ID.fullmatch(text)):
+            # "hang up CA9f2c1e0a7b", "cancel sub_1Oa9": an opaque id names one item; its letters
+            # are no words. A word with a number in it ("sha256", "i18n", "arm64") changes
+            # between letters and digits once or twice, an id's code more often.
+            if kind == "opaque" and _changes(text) < 3:
+                out.words.extend(split_words(text))
+                continue
+            if kind == "ident":
+                out.prefixes.append(text.partition("_")[0])
+            kind = "one"
+        elif kind == "ident" and _CONSTANT.fullmatch(text) and not text.startswith(tables.reserved_constants):
             kind = "setting"  # "the secret SONAR_TOKEN", "NODE_VERSION": a variable's or secret's name
         elif kind == "ident":
             # "branch feature-x", "the label needs-triage", "workflow ci.yml": the thing's name;
             # elsewhere an identifier-like token is words ("self-hosted", "re-run").
             following = split_words(query[pos:pos + 40])[:1]
-            if (out.words and out.words[-1] in _NAMED) or (following and following[0] in _NAMED_AFTER):
+            if (out.words and out.words[-1] in naming) or (following and following[0] in naming_after):
                 continue  # "the needs-review label": the label's name (not "a self-hosted runner")
             if not _FILE.search(text):
                 out.words.extend(split_words(text))
@@ -144,7 +174,7 @@ def tokens(query: str, ordinary: Callable[[str], bool]) -> Arguments:
             if text.startswith("#") or (before and before not in _COUNTS and not before.isdigit()
                                         and not (after and _plural(after[0]))):
                 kind = "one"
-                if text.startswith("#") and before not in _NAMED_NUMBERS:
+                if text.startswith("#") and before not in tables.numbered:
                     out.kinds.append("ticket")  # "close #482": an issue's or a PR's number
             else:
                 continue
@@ -164,3 +194,9 @@ def tokens(query: str, ordinary: Callable[[str], bool]) -> Arguments:
 
 def _plural(word: str) -> bool:
     return len(word) > 2 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
+
+
+def _changes(token: str) -> int:
+    """How many times *token* changes between a letter and a digit ("AC33b9": 3, "sha256": 1)."""
+    return sum(a.isdigit() != b.isdigit() for a, b in zip(token, token[1:], strict=False))
+

@@ -13,9 +13,10 @@ from gateway.discovery.intent import Intent
 
 __all__ = ["Concept", "Query", "VERBS"]
 
-# The action words specs name operations with.
+# The action words specs name operations with (English; a pack adds its API's own coinages:
+# SenseTables.verbs, GitHub's "rerequest", "redeliver").
 VERBS = frozenset({"create", "list", "get", "delete", "remove", "update", "cancel", "re run", "rerun",
-                   "rerequest", "dispatch", "download", "search", "redeliver", "transfer", "disable",
+                   "dispatch", "download", "search", "transfer", "disable",
                    "enable", "approve", "merge", "set", "add", "dismiss", "lock", "unlock", "mark", "assign",
                    "block", "unblock", "revoke", "upload", "convert", "regenerate", "request"})
 
@@ -29,10 +30,11 @@ class Concept:
     phrases: tuple[str, ...]
     participle: bool = False  # "added", "deleted", "failing": describes a thing, asks no action
     answer: bool = False  # "the *title* and *body* of issue 77": a field the read answers with
+    action: bool = False  # holds a pack's own spec verb (SenseTables.verbs): an action like VERBS'
 
     @property
     def verb(self) -> bool:
-        return not self.participle and not self.answer and any(p in VERBS for p in self.phrases)
+        return not self.participle and not self.answer and (self.action or any(p in VERBS for p in self.phrases))
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from gateway.discovery.intent import Intent, agreement, tool_kind
 from gateway.discovery.lexicon import Lexicon
 from gateway.discovery.packs import lexicon
 from gateway.discovery.query import parse
-from gateway.discovery.rank import HeadIndex, Profile, profile, rerank
+from gateway.discovery.rank import SCOPES, HeadIndex, Profile, profile, rerank
 from gateway.discovery.tools import MAX_LIMIT, MAX_QUERY
 from gateway.discovery.words import split_words, stem, words_text
 
@@ -140,7 +140,8 @@ def _quote(phrase: str) -> str:
 
 
 class SearchIndex:
-    """An in-memory FTS5 index of tools; see the module docstring for the contract."""
+    """An in-memory FTS5 index of tools; see the module docstring for the contract. The lexical
+    :class:`~gateway.discovery.ranker.Ranker` (its :meth:`search` keeps that contract)."""
 
     def __init__(self, packs: Iterable[str] = ()) -> None:
         # The words queries are read with: the core and the domain packs enabled (none by default;
@@ -153,7 +154,10 @@ class SearchIndex:
         self._names: dict[int, str] = {}
         self._prints: dict[str, str] = {}
         self._profiles: dict[str, Profile] = {}  # each tool's stems for the re-rank
-        self._heads = HeadIndex()
+        # The owner words tool names are scoped to ("-for-org"): the core's and the packs'. Read
+        # when a tool is indexed (a lexicon replaced later keeps the index's profiles).
+        self._scopes = SCOPES | self.lexicon.tables.scopes
+        self._heads = HeadIndex(self._scopes)
         self._next = 1
         self._len = 0
         self._dfs: dict[str, int] = {}
@@ -202,7 +206,7 @@ class SearchIndex:
         self._rowids[doc.name], self._names[rowid] = rowid, doc.name
         self._prints[doc.name] = doc.fingerprint()
         prof = self._profiles[doc.name] = profile(local, doc.title, doc.tags, doc.path, doc.description,
-                                                  doc.param_names, doc.kind, doc.deprecated, doc.answers)
+                                                  doc.param_names, doc.kind, doc.deprecated, doc.answers, self._scopes)
         self._heads.add(doc.name, prof)
 
     def search(self, query: str, limit: int = 8,
@@ -216,7 +220,7 @@ class SearchIndex:
         always has a second choice. Scores never rise down the list."""
         limit = max(1, min(int(limit), MAX_LIMIT))
         query = query[:MAX_QUERY]
-        parsed = parse(query, self._heads.names, self.lexicon)
+        parsed = parse(query, self._heads.names, self.lexicon, self._heads.abbreviated)
         if not parsed.intent.strong and parsed.lead:
             # "star the repo", "block a spammer": a sentence that opens with one of the catalog's
             # own verbs asks for what that verb does there.
@@ -254,7 +258,7 @@ class SearchIndex:
             if name not in seen and (visible is None or visible(name)):
                 pool.append((name, floor))
                 added += 1
-        ranked = rerank(pool, parsed, self._profiles, self._df, self._len)
+        ranked = rerank(pool, parsed, self._profiles, self._df, self._len, self.lexicon.bm25_share)
         return [SearchHit(name, score) for name, score in ranked[:limit]]
 
     def _backfill(self, query: str, parsed: Query, need: int, visible: Callable[[str], bool] | None,
@@ -272,7 +276,7 @@ class SearchIndex:
             # As many as the ranked pool takes, whatever is missing: a larger limit extends the
             # list of a smaller one instead of re-ordering it.
             more = rerank(self._take(cur, max(_CANDIDATES, need), visible, seen), parsed, self._profiles,
-                          self._df, self._len)[:need]
+                          self._df, self._len, self.lexicon.bm25_share)[:need]
         out = [SearchHit(name, score) for name, score in more]
         if fill and len(out) < need:
             taken = seen.keys() | {h.name for h in out}

@@ -34,8 +34,8 @@ _PREPOSITIONS = frozenset("at in on for from to by with of since until".split())
 _WH = frozenset("who whom whose what which how when where why".split())
 # Spec verbs (as query.expand yields them) by the kind of operation they name.
 _DELETE_VERBS = frozenset({"delete", "remove"})
-_WRITE_VERBS = frozenset({"create", "update", "cancel", "re run", "rerun", "rerequest", "dispatch",
-                          "redeliver", "transfer", "disable", "enable", "approve", "merge", "set", "add",
+_WRITE_VERBS = frozenset({"create", "update", "cancel", "re run", "rerun", "dispatch",
+                          "transfer", "disable", "enable", "approve", "merge", "set", "add",
                           "assign", "dismiss", "lock", "unlock", "rename", "replace", "upload", "star",
                           "follow", "block", "convert", "accept", "mark", "submit", "request"})
 _READ_VERBS = frozenset({"list", "get", "search", "download", "check"})
@@ -60,16 +60,18 @@ def is_question(words: list[str]) -> bool:
                                                       and words[1] in _WH))
 
 
-def query_intent(words: list[str], verb_phrases: Iterable[tuple[str, ...]]) -> Intent:
+def query_intent(words: list[str], verb_phrases: Iterable[tuple[str, ...]],
+                 writes: frozenset[str] = frozenset()) -> Intent:
     """The intent of a query from its words (:func:`~gateway.discovery.words.split_words`) and the
-    spec phrases of its action concepts, in order."""
+    spec phrases of its action concepts, in order; *writes* are the enabled packs' own spec verbs
+    (each asks for a change)."""
     if is_question(words):
         return Intent(READ, True)
     for phrases in verb_phrases:
         said = set(phrases)
         if said & _DELETE_VERBS:
             return Intent(DELETE, True)
-        if said & _WRITE_VERBS:
+        if said & _WRITE_VERBS or said & writes:
             return Intent(WRITE, True)
         if said & _READ_VERBS:
             return Intent(READ, True)

@@ -24,7 +24,14 @@ from gateway.discovery.concepts import VERBS
 from gateway.discovery.fillers import STOPWORDS
 from gateway.discovery.words import split_words
 
-__all__ = ["Alts", "Key", "Vocabulary", "SenseTables", "Pack", "Lexicon", "inflections"]
+__all__ = ["Alts", "Key", "Vocabulary", "SenseTables", "Pack", "Lexicon", "inflections", "BM25_SHARE"]
+
+# How much the full-text score (BM25, normalised to the best candidate's) counts next to the
+# coverage of the query's concepts in the re-rank (:func:`gateway.discovery.rank.rerank`), for the
+# core alone: its vocabulary knows English, not the catalog's words, so the catalog's own text
+# counts as much as the best coverage. A pack whose map knows its API's words may make coverage
+# count more (:attr:`Pack.bm25_share`).
+BM25_SHARE = 0.75
 
 Key = tuple[str, ...]
 Alts = tuple[tuple[str, ...], ...]
@@ -50,8 +57,10 @@ class Vocabulary:
 
 @dataclass(frozen=True, slots=True)
 class SenseTables:
-    """The domain's words and meanings the sense rules (:mod:`.senses`, :mod:`.clause_senses`) read.
-    Each field is empty by default: the rule that needs it does not fire without a pack."""
+    """The domain's words and meanings the core's rules read: the sense rules (:mod:`.senses`,
+    :mod:`.clause_senses`), the value reader (:mod:`.arguments`) and the name profiles (:mod:`.rank`).
+    Each field is empty by default: a rule that needs it does not fire without a pack, and a word
+    set adds to the core's own English words for the same rule."""
 
     # "who starred the repo": the people who did what the verb says (verb → their nouns).
     agents: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -83,6 +92,22 @@ class SenseTables:
     versioned: Mapping[str, Alts] = field(default_factory=dict)
     # "commit an updated package.json": a file path with a committing verb writes a file's contents.
     committed_file: tuple[str, ...] = ()
+    # -- what the core's value and name rules read besides their own English words (added to them) --
+    # Nouns followed by the thing's name ("workflow ci.yml", "repo acme-api": an identifier, not words).
+    named: frozenset[str] = frozenset()
+    # Nouns before which an identifier-like token is the thing's name ("the needs-review label").
+    named_after: frozenset[str] = frozenset()
+    # Nouns whose "#N" is their own number ("run #512", "alert #17"); any other "#N" is a ticket's.
+    numbered: frozenset[str] = frozenset()
+    # Prefixes of the platform's reserved variable names, read as words ("GITHUB_TOKEN").
+    reserved_constants: tuple[str, ...] = ()
+    # Words between a verb and its object that do not change the object's kind ("lock the *repo* main").
+    object_skipped: frozenset[str] = frozenset()
+    # Owners a tool name can be scoped to after "for" ("list-for-authenticated-user", "-for-repo").
+    scopes: frozenset[str] = frozenset()
+    # The API's own spec verbs besides English's (concepts.VERBS): "rerequest", "redeliver"; a
+    # concept holding one asks for an action, a change.
+    verbs: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +122,8 @@ class Pack:
     soft: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # word → hint phrases (replaces the core's)
     hints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # value kind → hint phrases
     senses: SenseTables = field(default_factory=SenseTables)
+    # The re-rank's weight of the full-text score with this pack (None: the core's BM25_SHARE).
+    bm25_share: float | None = None
 
 
 # Reading verbs the map leaves out as stop words: they still open a request.
@@ -107,32 +134,37 @@ class Lexicon:
     """The core's knowledge merged with the enabled packs' (in order; a later pack wins)."""
 
     def __init__(self, vocabulary: Mapping[Key, Alts], soft: Mapping[str, tuple[str, ...]],
-                 hints: Mapping[str, tuple[str, ...]], packs: tuple[Pack, ...] = ()) -> None:
+                 hints: Mapping[str, tuple[str, ...]], packs: tuple[Pack, ...] = (),
+                 tables: SenseTables | None = None) -> None:
         synonyms = dict(vocabulary)
         soft_map = dict(soft)
         hint_map = dict(hints)
-        tables = SenseTables()
+        tables = tables or SenseTables()  # the core's own (English), then each pack's merged in
         for pack in packs:
             synonyms.update(pack.vocabulary)
             soft_map.update(pack.soft)
             hint_map.update(pack.hints)
             tables = _merge(tables, pack.senses)
         self.packs = tuple(p.name for p in packs)
+        # The last enabled pack that says how much the full-text score counts decides.
+        self.bm25_share = next((p.bm25_share for p in reversed(packs) if p.bm25_share is not None), BM25_SHARE)
         self.synonyms: dict[Key, Alts] = synonyms
         self.soft: dict[str, tuple[str, ...]] = soft_map
         self.hints: dict[str, tuple[str, ...]] = hint_map
         self.tables = tables
         self.max_key = max((len(k) for k in synonyms), default=1)  # the longest key, in words
-        self.verb_forms = frozenset(k[0] for k in synonyms if len(k) == 1) | VERBS
+        self.verbs = VERBS | tables.verbs  # the spec verbs: English's and the packs' own
+        verbs = self.verbs
+        self.verb_forms = frozenset(k[0] for k in synonyms if len(k) == 1) | verbs
         self._first_words = frozenset(k[0] for k in synonyms)
         # Keys meaning an action ("read" → get, "write" → create): ordinary words in "read/write".
         self._verb_keys = frozenset(k[0] for k, alts in synonyms.items()
-                                    if len(k) == 1 and any(a in VERBS for g in alts for a in g))
+                                    if len(k) == 1 and any(a in verbs for g in alts for a in g))
         # Words that open a request: keys meaning an action, alone or as a phrasal verb's first word
         # ("take him off", "re-run"), the spec verbs and the reading verbs the map leaves out as stop words.
         self._openers = frozenset(k[0] for k, alts in synonyms.items()
-                                  if any(a in VERBS for g in alts for a in g)
-                                  and (len(k) == 1 or k[0] not in STOPWORDS)) | VERBS | _READING_OPENERS
+                                  if any(a in verbs for g in alts for a in g)
+                                  and (len(k) == 1 or k[0] not in STOPWORDS)) | verbs | _READING_OPENERS
 
     def lookup(self, key: Key) -> tuple[Alts | None, bool]:
         """The alternatives of *key* and whether they name a thing rather than ask an action: found
@@ -149,7 +181,7 @@ class Lexicon:
 
     def known(self, word: str) -> bool:
         """Whether *word* is the vocabulary's: a stop word, a spec verb or (the start of) a map key."""
-        return word in STOPWORDS or word in VERBS or word in self._first_words or self.lookup((word,))[0] is not None
+        return word in STOPWORDS or word in self.verbs or word in self._first_words or self.lookup((word,))[0] is not None
 
     def phrasal(self, key: Key) -> Alts | None:
         """The map's meaning of a two-word phrasal verb ("kick out", "turn off"), if it is one."""

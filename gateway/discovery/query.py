@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from gateway.discovery.arguments import tokens
 from gateway.discovery.clauses import split_context
-from gateway.discovery.concepts import VERBS, Concept, Query
+from gateway.discovery.concepts import Concept, Query
 from gateway.discovery.fillers import ONE_ITEM, STOPWORDS, frame
 from gateway.discovery.intent import READ, WRITE, Intent, is_question, query_intent
 from gateway.discovery.lexicon import Lexicon, inflections
@@ -31,19 +31,21 @@ __all__ = ["parse", "expand"]
 _PLUS_ONE = re.compile(r"(?<![\w+-])[+-]1(?:'?d|'?s|ed|ing)?(?!\w)")
 
 
-def parse(query: str, named: Callable[[str], bool] | None = None, lexicon: Lexicon | None = None) -> Query:
+def parse(query: str, named: Callable[[str], bool] | None = None, lexicon: Lexicon | None = None,
+          abbreviated: Callable[[str], str] | None = None) -> Query:
     """The concepts, soft hints and intent of *query*; *named* (optional) says whether the catalog
     names a tool with a word (no person is called "issue" or "webhook"). A scene set before the
     request ("CI went green on 1507, squash it in") keeps its things, which the request may point
     back to ("it"), but asks for none of its actions or states, and says nothing of the intent.
     *lexicon* is what the words are read with: the core and the endpoint's packs (default: the
-    core alone, :func:`gateway.discovery.packs.core`)."""
+    core alone, :func:`gateway.discovery.packs.core`). *abbreviated* (optional) gives the
+    catalog's word a typed id's prefix stands for ("cus" of ``cus_P2x9``: customer), or ""."""
     lex = lexicon or core()
     context, request = split_context(query, lex.imperative)
-    asked = _parse(request, named, lex)
+    asked = _parse(request, named, lex, abbreviated)
     if not context:
         return asked
-    scene = _parse(_LINKED.sub(r"\1", context), named, lex)
+    scene = _parse(_LINKED.sub(r"\1", context), named, lex, abbreviated)
     said = {c.phrases for c in asked.concepts}
     things = tuple(c for c in scene.concepts if not c.verb and not c.participle and c.phrases not in said)
     hints = {c.phrases: c for c in asked.soft}
@@ -62,11 +64,12 @@ _LINKED = re.compile(r"(?<!there\s)\b(is|are|was|were|went|got|turned|became|bec
 _COMPUTED = frozenset({"(plural)", "(one)", "(yes/no)"})
 
 
-def _parse(query: str, named: Callable[[str], bool] | None, lex: Lexicon) -> Query:
+def _parse(query: str, named: Callable[[str], bool] | None, lex: Lexicon,
+           abbreviated: Callable[[str], str] | None = None) -> Query:
     tables = lex.tables
     if tables.plus_one:
         query = _PLUS_ONE.sub(f" {tables.plus_one} ", query)  # "+1'd", "-1": a reaction, not the number 1
-    args = tokens(query, lex.ordinary)
+    args = tokens(query, lex.ordinary, tables)
     words = [w for w in args.words if not w.isdigit()]  # a count left in ("top 10") asks nothing
     words = words[frame(words):]  # "how do I delete a branch" asks to delete a branch
     sense = senses(words, lex.known, lex.phrasal, named, tables)
@@ -124,7 +127,7 @@ def _parse(query: str, named: Callable[[str], bool] | None, lex: Lexicon) -> Que
                 if participle:
                     # "published", "added": a state, not the action; the map's action words
                     # (create, update) would pull in every tool that does it.
-                    alts = tuple(g for g in (tuple(a for a in group if a not in VERBS) for group in alts) if g) \
+                    alts = tuple(g for g in (tuple(a for a in group if a not in lex.verbs) for group in alts) if g) \
                         or ((),)
                 for j, group in enumerate(alts):
                     # The caller's own word counts for the first concept it stands for.
@@ -147,12 +150,18 @@ def _parse(query: str, named: Callable[[str], bool] | None, lex: Lexicon) -> Que
         means = frozenset(p for p in c.phrases if p != c.said) or frozenset(c.phrases)
         if means and means not in seen:
             seen.add(means)
-            kept.append(c)
+            # A pack's own spec verb ("rerequest") asks for an action as English's do.
+            kept.append(replace(c, action=True) if tables.verbs and set(c.phrases) & tables.verbs else c)
     # "repositories owned by user sindresorhus": someone else's, not the caller's own.
     others = {w for k, w in enumerate(words[:-2]) if w in ("own", "owned") and words[k + 1] == "by"
               and words[k + 2] not in ("me", "us", "myself", "i")}
     soft = {lex.soft[w]: w for w in hints if w in lex.soft and w not in others}
     soft.update({(v,): v for v in values})
+    for prefix in args.prefixes:
+        # "cancel sub_1Oa9": an id's type prefix abbreviates the thing it names (the catalog's word).
+        word = abbreviated(prefix) if abbreviated else ""
+        if word and not any(word in c.phrases for c in kept):
+            kept.append(Concept(f"({prefix}_)", (word,)))
     if tables.committed_file and "path" in args.kinds and words and words[0] in _COMMITTING:
         # "commit an updated package.json to main", "push README.md": a file's contents written.
         kept.append(Concept("(file)", tables.committed_file))
@@ -163,7 +172,7 @@ def _parse(query: str, named: Callable[[str], bool] | None, lex: Lexicon) -> Que
     if sense.names and not any(set(c.phrases) & set(NAME_HINT) for c in kept):
         # "what repos does octocat have": the name stands for a user, a thing the tool is about.
         kept.append(Concept("(name)", NAME_HINT))
-    intent = query_intent(words, (c.phrases for c in kept if c.verb))
+    intent = query_intent(words, (c.phrases for c in kept if c.verb), tables.verbs)
     if sense.yes_no and not intent.strong:
         intent = Intent(READ, True)
     if not intent.strong and len(words) > 2 and words[1] in _ARTICLES and words[0] not in STOPWORDS \

@@ -39,9 +39,10 @@ from functools import lru_cache
 from gateway.discovery.arguments import KINDS
 from gateway.discovery.concepts import Concept, Query
 from gateway.discovery.intent import agreement
+from gateway.discovery.lexicon import BM25_SHARE
 from gateway.discovery.words import split_words, stem
 
-__all__ = ["Profile", "profile", "rerank", "HeadIndex", "FIELD_WEIGHTS"]
+__all__ = ["Profile", "profile", "rerank", "HeadIndex", "FIELD_WEIGHTS", "SCOPES"]
 
 # Field order of a Profile and how much a concept found there says about the tool.
 # A read's answer fields (``archived`` of the repository ``repos_get`` returns) say what it answers;
@@ -53,7 +54,6 @@ _STATE_WEIGHTS = (1.0, 0.9, 0.5, 0.5, 0.3, 1.0, 0.2)
 # A field asked for by name ("the *title*, *body* and *state* of issue 77") is what a read answers;
 # a tool named for it ("list-assignees") is another operation.
 _ANSWER_WEIGHTS = (0.5, 0.45, 0.25, 0.25, 0.15, 1.0, 0.1)
-_BM25_SHARE = 0.5
 _SCOPE_SHARE = 0.9
 _EXTRA_PENALTY = 0.6
 _SOFT_BONUS = 0.1
@@ -63,8 +63,9 @@ _DEPRECATED_PENALTY = 0.1
 VALUE_KINDS = KINDS - {"one", "repository"}  # soft hints that name what a value is
 # The plain verbs of each kind, for a query whose verb says only its kind ("get the org").
 _PLAIN = {"read": ("get", "list"), "write": ("creat", "updat"), "delete": ("delet",)}
-# The owners an operation can be scoped to in its name ("list-for-user", "list-for-authenticated-user").
-_SCOPES = frozenset(stem(w) for w in "user org organization authenticated enterprise repo team".split())
+# The owners an operation can be scoped to in its name ("list-for-user", "list-for-org"); a pack
+# adds its world's (SenseTables.scopes: GitHub's "-for-authenticated-user", "-for-repo").
+SCOPES = frozenset("user org organization enterprise team".split())
 _FUNCTION_WORDS = frozenset("a an the for in on at by with from to of and or into onto as".split())
 
 
@@ -87,19 +88,25 @@ def _joined(text: str) -> str:
     return " " + " ".join(dict.fromkeys(stem(w) for w in split_words(text))) + " "
 
 
+@lru_cache(maxsize=64)
+def _scope_stems(scopes: frozenset[str]) -> frozenset[str]:
+    return frozenset(stem(w) for w in scopes)
+
+
 def profile(name: str, title: str, tags: str, path: str, description: str, param_names: str,
-            kind: str, deprecated: bool = False, answers: str = "") -> Profile:
+            kind: str, deprecated: bool = False, answers: str = "", scopes: frozenset[str] = SCOPES) -> Profile:
     """The :class:`Profile` of one tool; *name* is its local name (no connector prefix). Its
     namespace (``issues`` of ``issues_remove-label``) is matched like any name word and counts
     half as an extra word nobody asked for (``enterprise-teams_delete`` when nobody said
-    "enterprise")."""
+    "enterprise"). *scopes* are the owner words a name can be scoped to after "for"."""
     head, sep, rest = name.partition("_")
     own, space = (rest, head) if sep and rest else (name, "")
     words = split_words(name)
     cut = words.index("for") if "for" in words[1:] else len(words)
     # An owner scope ("-for-org", "-for-authenticated-user") says whose, as the query's "org" does:
     # only a thing's scope ("-for-release", "-for-commit-comment") is no object of the tool.
-    owner = all(stem(w) in _SCOPES for w in words[cut + 1:])
+    owner_stems = _scope_stems(scopes)
+    owner = all(stem(w) in owner_stems for w in words[cut + 1:])
     acted = "" if owner else " ".join(words[:cut])
     return Profile((_joined(name), _joined(title), _joined(tags), _joined(path), _joined(description),
                     _joined(answers), _joined(param_names)), _content(own), kind, _content(space), deprecated,
@@ -143,7 +150,8 @@ class HeadIndex:
     mention the word. Only stems in at most :data:`_HEAD_CAP` tools are looked up ("list", "repo"
     pick nothing out of a catalog); a few MB at 6,000 tools."""
 
-    def __init__(self) -> None:
+    def __init__(self, scopes: frozenset[str] = SCOPES) -> None:
+        self._scopes = _scope_stems(scopes)  # the owner words a name can be scoped to
         self._tools: dict[str, set[str]] = {}
         # The catalog's own verbs: the first word of each name (namespace apart) with the kinds of
         # the tools it starts ("star" → write, "unstar" → delete, "list" → read), and namespaces.
@@ -164,7 +172,7 @@ class HeadIndex:
         self._spaces.update(prof.namespace)
         if len(prof.name) == 1 and len(prof.namespace) == 1:
             self._bare.setdefault((prof.namespace[0], prof.name[0]), set()).add(name)
-        elif len(prof.namespace) == 1 and len(prof.name) in (2, 3) and _SCOPES.issuperset(prof.name[1:]):
+        elif len(prof.namespace) == 1 and len(prof.name) in (2, 3) and self._scopes.issuperset(prof.name[1:]):
             self._scoped.setdefault((prof.namespace[0], prof.name[0]), {})[name] = prof.name[1:]
 
     def remove(self, name: str, prof: Profile) -> None:
@@ -187,6 +195,16 @@ class HeadIndex:
     def names(self, word: str) -> bool:
         """Whether some tool's name or title has *word* (a plain word; compared by its stem)."""
         return stem(word) in self._tools
+
+    def abbreviated(self, prefix: str) -> str:
+        """The name or title stem a typed id's *prefix* abbreviates ("cus" of ``cus_P2x9`` →
+        custom(er), "sub" → subscript(ion)): of the stems that start with it, the one in most
+        tools; "" for a prefix under 3 letters (too many words start with it) or none."""
+        if len(prefix) < 3:
+            return ""
+        found = [(len(tools), word) for word, tools in self._tools.items()
+                 if word.startswith(prefix) and word != prefix]
+        return max(found)[1] if found else ""
 
     def verb_kind(self, word: str) -> str:
         """The kind of operation the catalog's names mean by the verb *word* (a stem): the kind of
@@ -234,9 +252,10 @@ class HeadIndex:
 
 
 def rerank(pool: Sequence[tuple[str, float]], query: Query, profiles: dict[str, Profile],
-           df: Callable[[str], int], total: int) -> list[tuple[str, float]]:
+           df: Callable[[str], int], total: int, bm25_share: float = BM25_SHARE) -> list[tuple[str, float]]:
     """*pool* (name, BM25 score; higher is better) re-scored for *query*, best first. *df* counts
-    the tools a phrase occurs in, *total* is the number of tools indexed."""
+    the tools a phrase occurs in, *total* is the number of tools indexed; *bm25_share* is how much
+    the full-text score (normalised to the pool's best) counts next to the concepts' coverage."""
     if not pool:
         return []
     top = max(s for _, s in pool) or 1.0
@@ -256,7 +275,7 @@ def rerank(pool: Sequence[tuple[str, float]], query: Query, profiles: dict[str, 
         # Smoothed share: a one-word name ("render") is not wholly unexplained for lacking one word.
         extra = (sum(1 for w in prof.name if w not in asked)
                  + _NAMESPACE_SHARE * sum(1 for w in prof.namespace if w not in asked)) / (len(prof.name) + 1)
-        out.append((name, _BM25_SHARE * score / top + covered - _EXTRA_PENALTY * extra
+        out.append((name, bm25_share * score / top + covered - _EXTRA_PENALTY * extra
                     + agreement(query.intent, prof.kind) + _SOFT_BONUS * hint
                     - (_DEPRECATED_PENALTY if prof.deprecated else 0.0)))
     out.sort(key=lambda h: -h[1])

@@ -119,7 +119,7 @@ def senses(words: list[str], known: Callable[[str], bool],
         if joining(words, i, common, out):
             continue  # "put her on the on-call team", "add bob to the platform team": a membership
         split = _split_phrasal(words, i, phrasal)
-        sense = _object_sense(words, i, tables.object_senses)
+        sense = _object_sense(words, i, tables.object_senses, tables.object_skipped)
         if sense:
             # "clear my notifications" marks them read, "lock main" protects a branch, "hand
             # ticket 77 over to jdoe" assigns it: the verb's sense depends on its object.
@@ -131,6 +131,9 @@ def senses(words: list[str], known: Callable[[str], bool],
             # mean what "kick out", "turn off" mean; the object between them is read as usual.
             out.alts[i], particle = split
             out.skip.add(particle)
+            if particle == i + 2 and not common(words[i + 1]) and i + 1 not in out.values:
+                out.values.add(i + 1)  # "take jake off the project": one unknown word between is a name
+                out.names += 1
         elif word in _ASKING and after in ("if", "whether"):
             out.skip.update((i, i + 1))  # "check if the branch is protected": a yes/no question
             out.yes_no = True
@@ -298,18 +301,21 @@ def _request(words: list[str], i: int, common: Callable[[str], bool], out: Sense
 _WHO_WHICH = frozenset("that which who where whose mentioning containing with matching".split())
 
 
-# Words between a verb and its object that do not change what the object is: "all", the repository
-# it is in, a state ("the *stale* review", "the *old* cache").
-_OBJECT_SKIPPED = frozenset("all repo repository stale old outdated previous blocking existing current".split())
+# Words between a verb and its object that do not change what the object is: "all", a state ("the
+# *stale* review", "the *old* cache"); a pack adds its own (where the object is: GitHub's "repo").
+_OBJECT_SKIPPED = frozenset("all stale old outdated previous blocking existing current".split())
 
 
-def _object_sense(words: list[str], i: int, table: Mapping[tuple[str, str], Alts]) -> Alts | None:
+def _object_sense(words: list[str], i: int, table: Mapping[tuple[str, str], Alts],
+                  skipped: frozenset[str] = frozenset()) -> Alts | None:
     """The sense of the verb at *i* for the object after it (determiners, "all", numbers and
-    possessives skipped): "clear all my notifications", "lock main", "hand ticket 77 over"."""
+    possessives skipped, and the pack's *skipped* words): "clear all my notifications", "lock
+    main", "hand ticket 77 over"."""
     if not any(v == words[i] for v, _ in table):
         return None
     j = i + 1
-    while j < len(words) and (words[j] in DETERMINERS or words[j] in _OBJECT_SKIPPED or words[j] in _PARTICLES):
+    while j < len(words) and (words[j] in DETERMINERS or words[j] in _OBJECT_SKIPPED or words[j] in skipped
+                                  or words[j] in _PARTICLES):
         j += 1
     # The head noun may follow a modifier or two: "restore the *hotfix* branch", "lock the release branch".
     for k in range(j, min(len(words), j + 3)):

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from gateway.discovery.catalog_search import CatalogSearch
 from gateway.discovery.index import SearchIndex, ToolDoc
-from gateway.discovery.labelled import github_corpus
+from tests.discovery.labelled import github_corpus
 from tests.discovery.test_catalog_search import Described, _names
 from tests.test_catalog import _catalog
 

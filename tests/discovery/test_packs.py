@@ -16,6 +16,7 @@ import pytest
 
 from gateway.config import parse_config
 from gateway.discovery import SearchIndex, doc_from_tool
+from gateway.discovery.core_senses import CORE_SENSES
 from gateway.discovery.lexicon import Lexicon, Pack, SenseTables
 from gateway.discovery.packs import KNOWN, core, lexicon, load
 from gateway.discovery.query import parse
@@ -101,7 +102,11 @@ def test_sense_tables_are_the_packs_data() -> None:
     # "who starred the repo" asks for the stargazers only with a pack whose tables say so.
     assert any("stargazer" in c.phrases for c in parse("who starred the repo", lexicon=GITHUB).concepts)
     assert not any("stargazer" in c.phrases for c in parse("who starred the repo").concepts)
-    assert core().tables == SenseTables()
+    # The core's own tables hold English only (being told whenever ..., a reaction, telling
+    # someone that ...): none of a pack's domain words.
+    assert core().tables == CORE_SENSES
+    assert not any(getattr(CORE_SENSES, f) for f in ("agents", "branch_names", "roles", "reactions",
+                                                     "plus_one", "named", "numbered", "scopes"))
     # A value's hint in GitHub's world: owner/name is a repository, "#12" an issue or a PR.
     assert {"repo", "issue"} <= {p for c in parse("close #12 in acme/api", lexicon=GITHUB).soft for p in c.phrases}
     assert not {"repo", "issue"} & {p for c in parse("close #12 in acme/api").soft for p in c.phrases}
@@ -209,3 +214,35 @@ def test_two_packs_merge_their_words() -> None:
     assert both.tables.agents == {"star": ("stargazer",), "watch": ("watcher",)}
     assert both.tables.branch_names == {"main", "trunk"} and both.tables.why_not == (("rule",),)
     assert Lexicon(SYNONYMS, core().soft, core().hints, (load("github"),)).tables == load("github").senses
+
+
+def test_the_core_reads_english_senses_for_any_api() -> None:
+    # Being told whenever something happens, a reaction as a verb, telling someone that ..., handing
+    # work over to someone: how anyone asks, read without a pack (the github pack reads them alike).
+    for query, meaning in [("post to https://hooks.example.com/x whenever a task gets created", "webhook"),
+                           ("thumbs-up comment 55", "reaction"),
+                           ("tell the customer that the order shipped", "message"),
+                           ("hand alert 3f2a over to jake@acme.io", "assign")]:
+        assert meaning in {p for c in parse(query).concepts for p in c.phrases}, query
+    assert "message" not in {p for c in parse("tell the customer that it shipped", lexicon=GITHUB).concepts
+                             for p in c.phrases}  # GitHub's own: a comment or a reply
+
+
+
+def test_how_much_the_full_text_score_counts_is_the_cores_unless_a_pack_says() -> None:
+    from gateway.discovery.lexicon import BM25_SHARE
+    assert core().bm25_share == BM25_SHARE
+    assert GITHUB.bm25_share == load("github").bm25_share == 0.5  # its map knows GitHub's words
+    later = Pack("later", "a test pack", bm25_share=0.9)
+    assert Lexicon(SYNONYMS, {}, {}, (load("github"), later)).bm25_share == 0.9  # the last pack decides
+    assert Lexicon(SYNONYMS, {}, {}, (later, Pack("silent", "says nothing"))).bm25_share == 0.9
+
+
+def test_a_packs_own_spec_verbs_ask_for_an_action_only_with_the_pack() -> None:
+    # "redeliver" is GitHub's coinage (a webhook delivery redelivered): an action with the pack,
+    # a plain word of the caller's without it.
+    with_pack = parse("redeliver delivery 42", lexicon=GITHUB)
+    assert any(c.verb and "redeliver" in c.phrases for c in with_pack.concepts)
+    assert with_pack.intent.kind == "write" and with_pack.intent.strong
+    assert not any(c.verb for c in parse("redeliver delivery 42").concepts)
+    assert "redeliver" in GITHUB.verbs and "redeliver" not in core().verbs

@@ -29,7 +29,9 @@ from pathlib import Path
 import pytest
 
 from gateway.discovery import SearchIndex
-from gateway.discovery.labelled import (
+from gateway.discovery.words import split_words
+from tests.discovery.github_pack import GITHUB, PACKS
+from tests.discovery.labelled import (
     BLIND,
     BLIND2,
     BLIND3,
@@ -45,8 +47,6 @@ from gateway.discovery.labelled import (
     github_corpus,
     load_tasks,
 )
-from gateway.discovery.words import split_words
-from tests.discovery.github_pack import GITHUB, PACKS
 
 # The GitHub sets are read with the github pack; the snapshots record its map merged with the core.
 SYNONYMS, SOFT = GITHUB.synonyms, GITHUB.soft

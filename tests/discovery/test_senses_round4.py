@@ -7,7 +7,7 @@ from typing import Any
 
 from gateway.discovery import SearchIndex, ToolDoc, doc_from_tool
 from gateway.discovery.arguments import tokens
-from tests.discovery.github_pack import PACKS, parse
+from tests.discovery.github_pack import GITHUB, PACKS, parse
 
 
 def _said(query: str) -> list[str]:
@@ -79,8 +79,16 @@ def test_contractions_file_names_and_settings() -> None:
     assert "who is in" in _said("who's in our org")
     args = tokens("commit an updated package.json to main", lambda w: False)
     assert args.kinds == ["path"] and "json" not in args.words
-    # A workflow's file name after "workflow" stays its name, not a path.
-    assert tokens("run workflow ci.yml", lambda w: False).kinds == []
+    # A workflow's file name after "workflow" stays its name, not a path (GitHub's noun: the pack's).
+    assert tokens("run workflow ci.yml", lambda w: False, GITHUB.tables).kinds == []
+    assert tokens("run workflow ci.yml", lambda w: False).kinds == ["path"]
+    assert tokens("the label needs-triage.v2", lambda w: False).kinds == []  # the core's own noun
+    # "#12" after a noun with its own numbers (the pack's) is that thing's; else a ticket's number.
+    assert tokens("rerun run #12", lambda w: False, GITHUB.tables).kinds == ["one"]
+    assert tokens("rerun run #12", lambda w: False).kinds == ["ticket", "one"]
+    # GITHUB_TOKEN is a name GitHub's pack reads as words; elsewhere a setting's name.
+    assert tokens("rotate GITHUB_TOKEN", lambda w: False, GITHUB.tables).kinds == []
+    assert tokens("rotate GITHUB_TOKEN", lambda w: False).kinds == ["setting"]
     args = tokens("set NODE_VERSION=20 as a variable", lambda w: False)
     assert args.kinds == ["setting"] and "node" not in args.words
 

@@ -39,10 +39,11 @@ def load(name: str) -> Pack:
 @cache
 def _lexicon(names: tuple[str, ...]) -> Lexicon:
     from gateway.discovery.arguments import HINTS
+    from gateway.discovery.core_senses import CORE_SENSES
     from gateway.discovery.soft import SOFT
     from gateway.discovery.vocabulary import SYNONYMS
 
-    return Lexicon(SYNONYMS, SOFT, HINTS, tuple(load(n) for n in names))
+    return Lexicon(SYNONYMS, SOFT, HINTS, tuple(load(n) for n in names), CORE_SENSES)
 
 
 def lexicon(names: Iterable[str] = ()) -> Lexicon:

@@ -55,3 +55,12 @@ add("kept,retention,retain,retained,keep around", "retention")
 # from the GitHub map, tickets: true of any API
 add("pin,pinned", "pin")
 add("dupe,duplicate,duplicates", "duplicate")
+# Abbreviations and jargon any API's callers type (person wording): a text message is a message,
+# an "ack" an acknowledgement, a chargeback a dispute, money "paid out" a payout; "rn", "asap"
+# say when, not what.
+add("sms,text message,text messages", "message,sms")
+add("ack,acks,acked,acking", "acknowledge")
+add("chargeback,chargebacks", "dispute")
+add("pay out,paid out", "payout")
+add("creds", "credential,credentials")
+add("rn,asap,right now,right away", "")

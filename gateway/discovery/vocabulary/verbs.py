@@ -39,3 +39,7 @@ add("send,deliver", "create")  # "send an invite": something new goes out
 add("configure,reconfigure,customize,customise", "update,set,create")
 add("unregister,deregister,de register,unenroll,disenroll", "delete,remove")  # register's un-action
 add("overwrite,replace,swap out,replace all", "replace,set,update")
+# Taking something or someone off, away or out is removing it, whatever the API ("take jake off the
+# project", "get rid of the old key"); was the github pack's, it is English (moved, same meaning).
+add("take off,take away,take out,get rid of,throw away,throw out,discard,strip", "remove,delete,dismiss")
+

@@ -88,6 +88,19 @@ SENSES = SenseTables(
     # ref), not an issue's label; opening the request, "tag X as v1" makes one.
     versioned={"tag": (("tag", "ref"),), "tags": (("tag", "ref"),)},
     committed_file=("content", "contents", "file"),
+    # Nouns followed by the name of one of GitHub's things: "workflow ci.yml", "repo acme-api",
+    # "the codespace fluffy-spoon" (the core knows branch, tag, label, team, file, ...).
+    named=frozenset("ref repo repository workflow gist codespace runner".split()),
+    # Things with their own "#N" (a run's, an alert's number): any other "#482" is an issue's or a PR's.
+    numbered=frozenset("run runs job build alert dependabot deployment release check step workflow".split()),
+    # GITHUB_TOKEN, GITHUB_SHA: the platform's built-in variables, asked about by name.
+    reserved_constants=("GITHUB_",),
+    # "lock the repo main": the repository an object is in says nothing of the object's kind.
+    object_skipped=frozenset("repo repository".split()),
+    # "list-for-authenticated-user", "list-for-repo": GitHub's owner scopes in operation names.
+    scopes=frozenset("authenticated repo".split()),
+    # GitHub's own spec verbs: a check suite is re-requested, a webhook delivery redelivered.
+    verbs=frozenset("rerequest redeliver".split()),
 )
 
 PACK = Pack(
@@ -110,4 +123,7 @@ PACK = Pack(
         "ticket": ("issue", "pull"),
     },
     senses=SENSES,
+    # The map covers GitHub's words (~760 keys): coverage of the query's concepts is the stronger
+    # signal, the full-text score counts half of the best coverage (as tuned in rounds 1-6).
+    bm25_share=0.5,
 )

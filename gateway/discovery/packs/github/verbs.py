@@ -18,7 +18,6 @@ add("resend,redeliver,replay", "redeliver")
 add("move,hand over", "transfer")
 add("approve,sign off,lgtm,looks good,look good,good to go,good to merge", "approve,review + create")  # a new review
 add("publish", "create,release,pages")
-add("take off,take away,take out,get rid of,throw away,throw out,discard,strip", "remove,delete,dismiss")
 add("mark,mark as", "mark,set,update,create")
 add("grant,give access,let,give", "add,create,grant")
 add("let people", "enable,unlock,add")

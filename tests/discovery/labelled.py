@@ -1,4 +1,5 @@
-"""The labelled search sets and the GitHub corpus they are written against (tests and bench).
+"""The labelled search sets and the GitHub corpus they are written against (tests and bench only:
+not shipped in the wheel, like the task sets it reads).
 
 ``tests/data/discovery/github-tasks.yaml`` holds plain-words tasks, each with the operationIds that
 do it; :func:`evaluate` reports recall@1 and recall@5 of a :class:`SearchIndex` over them. The
@@ -27,9 +28,9 @@ import yaml
 from gateway.discovery.index import SearchIndex, ToolDoc
 from gateway.discovery.openapi import operation_docs
 
-__all__ = ["GITHUB_SPEC", "TASKS", "HELDOUT", "FRESH", "BLIND", "BLIND2", "BLIND3", "BLIND4", "BLIND5", "DEV", "Corpus", "github_corpus", "load_tasks", "evaluate", "Recall"]
+__all__ = ["GITHUB_SPEC", "TASKS", "HELDOUT", "FRESH", "BLIND", "BLIND2", "BLIND3", "BLIND4", "BLIND5", "DEV", "GITHUB_SETS", "Corpus", "github_corpus", "load_tasks", "evaluate", "Recall"]
 
-_DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
+_DATA = Path(__file__).resolve().parents[1] / "data"
 GITHUB_SPEC = _DATA / "openapi" / "github-api.json.gz"
 TASKS = _DATA / "discovery" / "github-tasks.yaml"
 HELDOUT = _DATA / "discovery" / "github-tasks-heldout.yaml"
@@ -40,6 +41,11 @@ BLIND2 = _DATA / "discovery" / "github-tasks-blind2.yaml"
 BLIND3 = _DATA / "discovery" / "github-tasks-blind3.yaml"
 BLIND4 = _DATA / "discovery" / "github-tasks-blind4.yaml"
 BLIND5 = _DATA / "discovery" / "github-tasks-blind5.yaml"
+# (label, file, tuned on?) of every GitHub set; blind-5 is measurement only (never tuned on).
+GITHUB_SETS: tuple[tuple[str, Path, bool], ...] = (
+    ("main", TASKS, True), ("held-out", HELDOUT, True), ("dev", DEV, True), ("fresh", FRESH, True),
+    ("blind", BLIND, True), ("blind-2", BLIND2, True), ("blind-3", BLIND3, True), ("blind-4", BLIND4, True),
+    ("blind-5", BLIND5, False))
 
 
 @dataclass(frozen=True, slots=True)
