@@ -12,7 +12,8 @@
   ``session: shared`` every legacy caller shares one such session (key :data:`LEGACY_SHARED`,
   opened on the first legacy call), with ``per_client`` each downstream session gets its own
   (key: its id, as for a legacy upstream). Over stdio a session is a connection, and a connection
-  is a process: the legacy session is a second process of the upstream command;
+  is a process: the legacy session is a second process of the upstream command (with ``shared``,
+  a second source of listings and resource updates: :mod:`connectors.mcp.era_process`);
 * upstream identity (``identity: user|exchange`` or ``credentials.per_principal``,
   :mod:`connectors.oauth.identity`): one session per principal (key ``principal:<name>``)
   carrying that principal's credential; for a 2026-07-28 upstream a request channel adopting the
