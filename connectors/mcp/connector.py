@@ -31,9 +31,9 @@ the probe fails. Its change notifications arrive on ``subscriptions/listen``
 (:mod:`connectors.mcp.listen`), which ``subscribe``/``unsubscribe`` re-open with the new set of
 URIs. An ``input_required`` result goes back to the gateway as it is (the gateway asks its caller)
 and the retry's ``inputResponses``/``requestState`` go upstream. A dual-era upstream serves each
-caller in its era (a legacy one over an upstream session: :mod:`connectors.mcp.sessions`). An
-upstream that answers ``UnsupportedProtocolVersion`` has changed: it is reconnected (its era found again) and the call
-retried once.
+caller in its era (a legacy one over an upstream session: :mod:`connectors.mcp.sessions`; over stdio
+a second process, :mod:`connectors.mcp.era_process`). An upstream that answers
+``UnsupportedProtocolVersion`` has changed: it is reconnected (its era found again), the call retried once.
 
 Identity. With an ``oauth`` block the shared session carries the service identity's token; with
 ``identity: user|exchange`` or ``credentials.per_principal`` each principal's calls go through its
