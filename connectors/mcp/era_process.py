@@ -18,9 +18,10 @@ What that process changes is its own, so the connector treats it as a second sou
   process, which did not change), and what it lists that the shared process does not joins the
   connector's components (:meth:`EraProcess.merged`), so the tool a legacy caller added is listed
   and callable (its calls go to that process). The gateway has one catalog per connector, not one
-  per era: a 2026-07-28 caller sees the addition too, and calling it is refused with the reason
-  (:meth:`EraProcess.absent_for`) rather than sent to a process that lacks it; likewise a legacy
-  caller calling what only the shared process lists. A removal in one process only is not seen (the
+  per era: a 2026-07-28 caller sees the addition too, and calling such a tool is refused with the
+  reason (:meth:`EraProcess.absent_for`) rather than sent to a process that lacks it; likewise a
+  legacy caller calling a tool only the shared process lists (prompts and resources are sent on,
+  and the upstream refuses what it lacks). A removal in one process only is not seen (the
   other still serves the item). Until the process announces a change, its listings are taken to be
   the shared process's (the same command, started the same way): nothing is fetched.
 * **resource subscriptions**: every URI the connector watches is subscribed on it too, as soon as
