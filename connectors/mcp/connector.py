@@ -31,9 +31,9 @@ the probe fails. Its change notifications arrive on ``subscriptions/listen``
 (:mod:`connectors.mcp.listen`), which ``subscribe``/``unsubscribe`` re-open with the new set of
 URIs. An ``input_required`` result goes back to the gateway as it is (the gateway asks its caller)
 and the retry's ``inputResponses``/``requestState`` go upstream. A dual-era upstream serves each
-caller in its era (a legacy one over an upstream session: :mod:`connectors.mcp.sessions`). An
-upstream that answers ``UnsupportedProtocolVersion`` has changed: it is reconnected (its era found again) and the call
-retried once.
+caller in its era (a legacy one over an upstream session: :mod:`connectors.mcp.sessions`; over stdio
+a second process, :mod:`connectors.mcp.era_process`). An upstream that answers
+``UnsupportedProtocolVersion`` has changed: it is reconnected (its era found again), the call retried once.
 
 Identity. With an ``oauth`` block the shared session carries the service identity's token; with
 ``identity: user|exchange`` or ``credentials.per_principal`` each principal's calls go through its
@@ -70,6 +70,7 @@ from connectors.oauth.client import AuthorizationRequired
 from connectors.oauth.identity import UpstreamIdentity
 from gateway.protocol.errors import (
     BackendUnavailable,
+    InvalidParams,
     InvalidRequest,
     ProtocolError,
     ResourceNotFound,
@@ -81,13 +82,15 @@ from . import controls, mapping, modern
 from .client import UpstreamSession
 from .config import MCPConfig
 from .era import open_upstream
+from .era_process import EraProcess
 from .listen import Listener
 from .listing import ALL_LISTINGS, Refresher, fetch_listings
 from .reconnect import Reconnector, ping_loop
 from .relay import Relay, sole_owner
-from .sessions import CLIENT_INFO, LEGACY_SHARED, SHARED_CLIENT_CAPS, SessionPool
+from .sessions import CLIENT_INFO, LEGACY_SHARED, SHARED_CLIENT_CAPS, SessionPool, legacy_caller
 from .transport import ResponseTooLarge, SessionExpired
 from .turns import SessionTurns
+from .watching import Watching
 
 if TYPE_CHECKING:
     from gateway.context import CallContext, SessionHandle
@@ -115,7 +118,9 @@ class MCPConnector(Connector):
         self._shared: UpstreamSession | None = None
         # per_client and per-principal upstream sessions (connectors.mcp.sessions)
         self._sessions = SessionPool(self.name, config, base_dir, self._egress, self._identity, self,
-                                     lambda: self._http, self._spawn)
+                                     lambda: self._http, self._spawn, legacy_opened=self._legacy_opened)
+        self._lists: dict[str, list[Any]] = {}  # the shared session's listings, as _apply stored them
+        self._unusable: tuple[LeftOut, ...] = ()  # its tools a client must not list (x-mcp-header)
         self._template_res: tuple[Any, ...] = ()
         self._header_schemas: dict[str, Any] = {}  # tools with x-mcp-header parameters: their inputSchema
         self._upstream_names: dict[str, str] = {}  # renamed tools: local name → upstream name
@@ -127,13 +132,16 @@ class MCPConnector(Connector):
         # shared_calls: queued: whose calls run now, per upstream session several sessions share
         self._turns: weakref.WeakKeyDictionary[UpstreamSession, SessionTurns] = weakref.WeakKeyDictionary()
         self._tokens = itertools.count(1)
-        self._subscribed: set[str] = set()
+        self._watching = Watching()  # the resources watched upstream, on which channels
         self._health = Health(False, "starting")
         self._stopping = False
         self._ping_task: asyncio.Task[None] | None = None
         # list_changed bursts coalesced into few re-fetches (connectors.mcp.listing)
         self._refresher = Refresher(self.name, lambda: self._shared, config.timeout_s or 30.0, config.max_pages,
                                     self._refreshed)
+        # a dual-era stdio upstream's legacy callers' process: its own listings (connectors.mcp.era_process)
+        self._era = EraProcess(self.name, self._legacy_process, config.timeout_s or 30.0, config.max_pages,
+                               self._era_refreshed)
         self._bg: set[asyncio.Task[Any]] = set()
         # the first connection and every reconnect (connectors.mcp.reconnect)
         self._reconnect = Reconnector(self.name, Backoff(config.reconnect_initial_s, config.reconnect_max_s),
@@ -177,7 +185,7 @@ class MCPConnector(Connector):
 
     async def stop(self) -> None:
         self._stopping = True
-        for task in (self._reconnect.task, self._ping_task, self._refresher.task, *self._bg):
+        for task in (self._reconnect.task, self._ping_task, self._refresher.task, self._era.refresher.task, *self._bg):
             if task is not None and not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -258,21 +266,30 @@ class MCPConnector(Connector):
             # Changes made while nobody listened are missed: a listen opened again re-lists.
             self._listener = Listener(session, initial_s=cfg.reconnect_initial_s, max_s=cfg.reconnect_max_s,
                                       on_reopened=lambda: self._refresher.schedule(set(ALL_LISTINGS)))
-            self._listener.start(self._subscribed)
+            self._listener.start(self._watching.uris)
         else:
-            for uri in list(self._subscribed):
-                self._spawn(self._quiet(session.request("resources/subscribe", {"uri": uri}, timeout_s=10)))
+            self._watching.renew(session, self._spawn)
         self._set_health(True, f"connected ({session.protocol_version})")
         if self.events is not None:
             self.events.components_changed()
 
     def _apply(self, listings: dict[str, list[Any]], modern_upstream: bool) -> None:
-        parts: dict[str, Any] = {}
-        unusable: list[LeftOut] = []
+        """The shared session's listings (every one, or those fetched again) become components."""
         if modern_upstream:
             listings = {k: modern.definitions(v) for k, v in listings.items()}
             if "tools" in listings:
-                listings["tools"], unusable = modern.usable_tools(listings["tools"], self.name)
+                tools, unusable = modern.usable_tools(listings["tools"], self.name)
+                listings["tools"], self._unusable = tools, tuple(unusable)
+        elif "tools" in listings:
+            self._unusable = ()
+        self._lists.update(listings)
+        self._build(frozenset(listings))
+
+    def _build(self, kinds: frozenset[str]) -> None:
+        """Components of the listings ``kinds`` from the shared session's and (a dual-era stdio
+        upstream) the legacy callers' process's."""
+        listings = {kind: self._era.merged(kind, self._lists.get(kind, [])) for kind in kinds}
+        parts: dict[str, Any] = {}
         if "tools" in listings:
             tools = mapping.tool_specs(listings["tools"])
             self._header_schemas = {t.name: t.definition["inputSchema"] for t in tools
@@ -282,7 +299,7 @@ class MCPConnector(Connector):
             self._problems = presented.problems
             for problem in presented.problems:
                 log.warning("connector %s: %s", self.name, problem)
-            self._note_left_out((*unusable, *presented.left_out))
+            self._note_left_out((*self._unusable, *presented.left_out))
         if "resources" in listings:
             parts["resources"] = controls.select_resources(mapping.resource_specs(listings["resources"]), self.config)
         if "templates" in listings:
@@ -298,6 +315,28 @@ class MCPConnector(Connector):
         if self.events is not None:
             self.events.components_changed(announced)
 
+    def _era_refreshed(self, kinds: frozenset[str], announced: frozenset[str]) -> None:
+        """The legacy callers' process re-listed ``kinds`` after announcing ``announced``."""
+        if self._shared is None:
+            return  # no components now; the reconnect builds them with these listings
+        self._build(kinds)
+        if self.events is not None:
+            self.events.components_changed(announced)
+
+    def _legacy_process(self) -> UpstreamSession | None:
+        """The legacy callers' shared session of a dual-era upstream when it is a process of its
+        own (stdio), else None (connectors.mcp.era_process)."""
+        if self.config.transport != "stdio":
+            return None
+        session = self._sessions.clients.get(LEGACY_SHARED)
+        return session if session is not None and session.alive and not session.modern else None
+
+    async def _legacy_opened(self, session: UpstreamSession) -> None:
+        """The legacy callers' session was opened: over stdio (a process of its own) it watches
+        every URI the connector watches, before any call of theirs can change one."""
+        if self.config.transport == "stdio":
+            await self._watching.all_on(session)
+
     def _note_left_out(self, left: tuple[LeftOut, ...]) -> None:
         # Logged once each: a warning for a fault upstream or in overrides, info for include/exclude.
         for item in controls.newly_left_out(self._left_out, left):
@@ -310,13 +349,20 @@ class MCPConnector(Connector):
 
     def _clear(self) -> None:
         self.components = Components()
+        self._lists = {}
         self._template_res = ()
         self._header_schemas = {}
 
     # -- SessionHandler: what the upstream initiates -------------------------------------------
     def on_lost(self, session: UpstreamSession, reason: str) -> None:
         if session is not self._shared:
+            era_process = session is self._sessions.clients.get(LEGACY_SHARED)
             self._sessions.lost(session)
+            # Its successor process starts afresh: what only it listed is gone.
+            if era_process and self._era.forget() and self._shared is not None:
+                self._build(frozenset(self._lists))
+                if self.events is not None:
+                    self.events.components_changed()
             return
         log.warning("upstream %s lost: %s", self.name, reason)
         self._shared = None
@@ -349,7 +395,9 @@ class MCPConnector(Connector):
             # request made the change); passed on even if the lists read back the same.
             kind = method.split("/")[1]
             if kind in _REFRESHED:
-                self._refresher.schedule(set(_REFRESHED[kind]), frozenset({kind}))
+                # The legacy callers' own process (stdio) changed itself, not the shared one.
+                refresher = self._era.refresher if session is self._legacy_process() else self._refresher
+                refresher.schedule(set(_REFRESHED[kind]), frozenset({kind}))
         elif method == "notifications/resources/updated":
             uri = params.get("uri")
             if isinstance(uri, str) and self.events is not None:
@@ -481,6 +529,10 @@ class MCPConnector(Connector):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         name = self._upstream_names.get(name, name)  # a renamed tool is called by its own name
+        if self._era.lists:  # a dual-era stdio upstream whose processes list differently
+            absent = self._era.absent_for(name, legacy_caller(ctx), self._lists.get("tools", []))
+            if absent is not None:
+                raise InvalidParams(absent, {"name": name})
         try:
             return await self._forward("tools/call", {"name": name, "arguments": arguments}, ctx)
         except ResponseTooLarge as exc:  # a model can act on it (ask for less), like the OpenAPI one
@@ -522,35 +574,17 @@ class MCPConnector(Connector):
     async def subscribe(self, uri: str, ctx: CallContext) -> None:
         if not controls.serves_uri(uri, self.config):
             raise ResourceNotFound(uri)
-        self._subscribed.add(uri)
+        self._watching.uris.add(uri)  # kept: subscribed again once the upstream is back
         shared = self._shared
         if shared is None:
             raise BackendUnavailable.connector_down(self.name, self._health.detail)
-        if self._listener is not None and shared.modern:
-            # 2026-07-28: no resources/subscribe; the listen is re-opened with the new set.
-            await self._listener.update(self._subscribed, self._deadline(ctx) or 30.0)
-            return
-        await self._subscription(shared, "resources/subscribe", uri, ctx)
+        await self._watching.subscribe(uri, shared, self._listener, self._legacy_process(),
+                                       self._deadline(ctx) or 30.0)
 
     async def unsubscribe(self, uri: str, ctx: CallContext | None) -> None:
         # ctx is None when the gateway drops the last subscription of a closed session.
-        self._subscribed.discard(uri)
-        shared = self._shared
-        if self._listener is not None and shared is not None and shared.modern:
-            await self._listener.update(self._subscribed, 0)
-        elif shared is not None:
-            await self._subscription(shared, "resources/unsubscribe", uri, ctx)
-
-    async def _subscription(self, session: UpstreamSession, method: str, uri: str, ctx: CallContext | None) -> None:
-        declared = "subscribe" in mapping.capability_set(session.server_capabilities)
-        try:
-            await session.request(method, {"uri": uri}, timeout_s=self._deadline(ctx) or 30.0)
-        except ProtocolError:
-            # Servers built on the Python SDK serve subscriptions while declaring
-            # ``subscribe: false``, so an undeclared upstream is still asked; only one that
-            # declared the capability gets its refusal passed on.
-            if declared:
-                raise
+        await self._watching.unsubscribe(uri, self._shared, self._listener, self._legacy_process(),
+                                         self._deadline(ctx) or 30.0)
 
     def roots_changed(self, session: SessionHandle) -> None:
         """A downstream client's roots changed: tell the upstream session(s) that may ask for them."""

@@ -12,7 +12,8 @@
   ``session: shared`` every legacy caller shares one such session (key :data:`LEGACY_SHARED`,
   opened on the first legacy call), with ``per_client`` each downstream session gets its own
   (key: its id, as for a legacy upstream). Over stdio a session is a connection, and a connection
-  is a process: the legacy session is a second process of the upstream command;
+  is a process: the legacy session is a second process of the upstream command (with ``shared``,
+  a second source of listings and resource updates: :mod:`connectors.mcp.era_process`);
 * upstream identity (``identity: user|exchange`` or ``credentials.per_principal``,
   :mod:`connectors.oauth.identity`): one session per principal (key ``principal:<name>``)
   carrying that principal's credential; for a 2026-07-28 upstream a request channel adopting the
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,9 +90,12 @@ class SessionPool:
     def __init__(self, name: str, config: MCPConfig, base_dir: Path, egress: EgressPolicy,
                  identity: UpstreamIdentity, handler: SessionHandler,
                  http: Callable[[], aiohttp.ClientSession | None],
-                 spawn: Callable[[Coroutine[Any, Any, Any]], None]) -> None:
+                 spawn: Callable[[Coroutine[Any, Any, Any]], None],
+                 legacy_opened: Callable[[UpstreamSession], Awaitable[None]] | None = None) -> None:
         """``handler``: the connector (what the upstream initiates); ``http``: its current HTTP
-        client (legacy SSE; made at start); ``spawn``: its background-task runner."""
+        client (legacy SSE; made at start); ``spawn``: its background-task runner;
+        ``legacy_opened``: awaited once the legacy callers' shared session of a dual-era upstream
+        (:data:`LEGACY_SHARED`) is opened, before it is stored (no call goes over it before)."""
         self.name = name
         self.config = config
         self.base_dir = base_dir
@@ -100,6 +104,7 @@ class SessionPool:
         self.handler = handler
         self._http = http
         self._spawn = spawn
+        self._legacy_opened = legacy_opened
         self.clients: dict[str, UpstreamSession] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._bindings: dict[UpstreamSession, SessionHandle] = {}
@@ -173,6 +178,14 @@ class SessionPool:
                     session = opened
                 else:
                     session = await self._open(caps)
+                if own_era and not per_client and self._legacy_opened is not None:
+                    # Before it is stored: no call (which takes a stored session without the lock)
+                    # goes over it until the hook is done.
+                    try:
+                        await self._legacy_opened(session)
+                    except BaseException:
+                        await session.close()
+                        raise
                 self.clients[key] = session
                 if per_client:
                     self._bindings[session] = ctx.session

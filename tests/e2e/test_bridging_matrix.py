@@ -25,9 +25,10 @@ a cell. How each combination is bridged (docs/architecture.md, "Multi round-trip
   reverse (a stateless request has no back-channel). Through the gateway each caller is served in
   its own era (a legacy caller over an upstream session, a modern one statelessly), so each gets
   what it gets directly (``both_styles``). Over stdio a session is a process: the legacy callers'
-  session is a second process of the command, with its own memory, so a tool list it grows or a
-  subscription it lacks is not the shared process's; those two cells are left out for a legacy
-  client over stdio (docs/architecture.md says so).
+  session is a second process of the command, with its own memory, so what it lists after a change
+  (``grow``) is re-listed from it and joins the listings, and it is subscribed to every watched URI
+  (``touch``): a legacy client sees its changes as it would see its own process's directly
+  (connectors/mcp/era_process.py).
 
 Change notifications reach a modern client on its ``subscriptions/listen`` stream. Cancellation: a
 legacy client sends ``notifications/cancelled``; a modern client over Streamable HTTP closes the
@@ -66,10 +67,8 @@ CLIENTS = (LEGACY, MODERN)
 UPSTREAMS = ("legacy", "modern", "dual", "dual-stdio")  # era, and stdio where it says so
 FEATURES = ("plain", "progress", "sampling", "elicitation", "roots", "list_changed", "resource_updated",
             "cancellation", "both_styles")
-# Cells that do not exist: both_styles is the dual-era upstream's; over stdio a legacy caller's
-# upstream session is another process, whose run-time tool list and subscriptions are its own.
-ABSENT = {(c, u, "both_styles") for c in CLIENTS for u in ("legacy", "modern")} | \
-    {(LEGACY, "dual-stdio", "list_changed"), (LEGACY, "dual-stdio", "resource_updated")}
+# Cells that do not exist: both_styles is the dual-era upstream's.
+ABSENT = {(c, u, "both_styles") for c in CLIENTS for u in ("legacy", "modern")}
 _tags = itertools.count(1)
 
 
