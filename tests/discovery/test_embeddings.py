@@ -16,6 +16,7 @@ from prometheus_client import generate_latest
 from connectors.base import ToolSpec
 from gateway.discovery.catalog_search import CatalogSearch
 from gateway.discovery.embeddings import EmbeddingsClient, EmbeddingsError
+from gateway.discovery.fusion import ABSENT_GAP, SURE, W_MIN
 from gateway.discovery.hybrid import Semantic, fuse
 from gateway.discovery.index import SearchHit
 from gateway.endpoints.config import EmbeddingsConfig
@@ -287,15 +288,30 @@ async def test_the_breaker_counts_query_failures_between_successful_batches(stub
     assert _fallbacks("hyb-brk", "breaker_open") == 3
 
 
-def test_fuse_is_reciprocal_rank_fusion() -> None:
-    lexical = [SearchHit("a", 9.0), SearchHit("b", 8.0), SearchHit("c", 7.0)]
-    semantic = [SearchHit("c", 0.9), SearchHit("d", 0.8), SearchHit("a", 0.1)]
-    fused = fuse(lexical, semantic, 4)
-    assert [h.name for h in fused] == ["a", "c", "b", "d"]
-    assert fused[0].score == pytest.approx(1 / 61 + 1 / 63)
-    assert [h.name for h in fuse(lexical, semantic, 2, weight=5.0)] == ["c", "a"]
-    assert [h.name for h in fuse([SearchHit("x", 1)], [SearchHit("y", 1)], 2)] == ["x", "y"]  # tie: lexical first
-    assert fuse([], [], 3) == []
+def test_fuse_weighs_the_cosine_by_how_sure_the_lexical_ranking_is() -> None:
+    # A sure lexical ranking (top score 1.7: the cosine counts W_MIN) keeps its first.
+    sure = fuse([SearchHit("a", 1.7), SearchHit("b", 1.0)], [SearchHit("b", 0.9), SearchHit("a", 0.2)], 2)
+    assert [h.name for h in sure] == ["a", "b"]
+    assert sure[0].score == pytest.approx(1.7 + W_MIN * 0.2)
+    # An unsure one (top score 0.3: the cosine counts 1.5) yields to the embeddings' clear first.
+    unsure = fuse([SearchHit("a", 0.3), SearchHit("b", 0.2)], [SearchHit("b", 0.8), SearchHit("a", 0.2)], 2)
+    assert [h.name for h in unsure] == ["b", "a"]
+    assert unsure[0].score == pytest.approx(0.2 + (SURE - 0.3) * 0.8)
+    # A tool only the embeddings found starts ABSENT_GAP under the lowest lexical score, and may
+    # pass it on a clearly better cosine (here 0.7 + 0.8 * 0.9 against 1.0 + 0.8 * 0.5).
+    only = fuse([SearchHit("a", 1.0)], [SearchHit("c", 0.9), SearchHit("a", 0.5)], 2)
+    assert [(h.name, round(h.score, 6)) for h in only] == [("c", round(1.0 - ABSENT_GAP + 0.8 * 0.9, 6)),
+                                                          ("a", round(1.0 + 0.8 * 0.5, 6))]
+    # weight scales the cosine's say: at 5 the embeddings' first wins even a sure lexical ranking.
+    assert [h.name for h in fuse([SearchHit("a", 1.7), SearchHit("b", 1.0)],
+                                 [SearchHit("b", 0.9), SearchHit("a", 0.2)], 2, weight=5.0)] == ["b", "a"]
+    assert [h.name for h in fuse([SearchHit("x", 1)], [SearchHit("y", 1)], 2)] == ["x", "y"]  # lexical's own
+    assert [h.name for h in fuse([], [SearchHit("y", 0.5), SearchHit("z", 0.4)], 2)] == ["y", "z"]
+    assert [h.name for h in fuse([SearchHit("x", 0.5), SearchHit("w", 0.4)], [], 2)] == ["x", "w"]
+    fused = fuse([SearchHit(n, s) for n, s in zip("abcd", (1.2, 0.9, 0.4, -0.2), strict=True)],
+                 [SearchHit(n, s) for n, s in zip("dcef", (0.7, 0.6, 0.5, 0.1), strict=True)], 6)
+    assert [h.score for h in fused] == sorted((h.score for h in fused), reverse=True)  # never rising
+    assert {h.name for h in fused} == set("abcdef") and fuse([], [], 3) == []
 
 
 @pytest.mark.parametrize(("body", "reason"), [
