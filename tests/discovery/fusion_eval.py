@@ -20,8 +20,8 @@ Vectors are keyed by served tool name and a hash of the exact text embedded
 *stale* (:class:`StaleVectors`), and the message says how to regenerate them. Queries are keyed by
 their text.
 
-Measurement-only sets (``box``, ``digitalocean``, GitHub's ``blind5``) are evaluated like the
-others, but callers must only ever report aggregates for them.
+Measurement-only sets (``box``, ``digitalocean``, ``slack``, ``sendgrid``, GitHub's ``blind5``)
+are evaluated like the others, but callers must only ever report aggregates for them.
 """
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ Asserted, per catalog, set and wording (``by: person``, ``by: model``, and all):
   in ``GAPS``, which must never grow (the fusion does not reach its goal there yet, see the note
   by ``GAPS``; lower an entry when a change closes it, as the floors are raised);
 * on the tuning sets, the fused recall is at least ``FLOORS`` (measured minus 0.02);
-* on the measurement-only sets (box, digitalocean, GitHub's blind5), the fused and the lexical
-  rankings are not below plain BM25, except the listed ``BM25_GAPS``. For those sets only counts
-  are ever computed or shown, never a query.
+* on the measurement-only sets (box, digitalocean, slack, sendgrid, GitHub's blind5), the fused
+  and the lexical rankings are not below plain BM25, except the listed ``BM25_GAPS``. For those
+  sets only counts are ever computed or shown, never a query.
 """
 
 from __future__ import annotations
@@ -41,12 +41,13 @@ from tests.discovery.fusion_eval import (
 
 Key = tuple[str, str, str]  # (catalog, set without .yaml, wording)
 
-# Measured 2026-11-27 (all-MiniLM-L6-v2; the lexical ranker of main at 1979b98): where the fusion
+# Measured 2026-11-27 (all-MiniLM-L6-v2; the lexical ranker of main at 377dcfd): where the fusion
 # is still below the better of its parts, in queries, at (1, 5). The largest on the tuning sets is
 # the cosine winning on the agents' wording of a small API (vikunja, by: model: the cosine finds 21
 # of 30 first, the lexical ranker 9, the fusion 15) where the lexical top score is middling (0.5-1)
-# and does not tell which one is right. The measurement-only rows (digitalocean, box) were found by
-# this check, never tuned on. Lower an entry when it shrinks; never raise one to pass.
+# and does not tell which one is right. The measurement-only rows (digitalocean, box, slack,
+# sendgrid) were found by this check, never tuned on. Lower an entry when it shrinks; never raise
+# one to pass.
 GAPS: dict[Key, tuple[int, int]] = {
     ('stripe', 'stripe-tasks', 'person'): (2, 0),
     ('twilio', 'twilio-api-tasks', 'person'): (0, 1),
@@ -57,6 +58,11 @@ GAPS: dict[Key, tuple[int, int]] = {
     ('digitalocean', 'digitalocean-tasks', 'model'): (5, 4),
     ('digitalocean', 'digitalocean-tasks', 'all'): (4, 5),
     ('box', 'box-tasks', 'model'): (0, 4),
+    ('slack', 'slack-tasks', 'person'): (7, 8),
+    ('slack', 'slack-tasks', 'model'): (4, 0),
+    ('slack', 'slack-tasks', 'all'): (11, 7),
+    ('sendgrid', 'sendgrid-tasks', 'person'): (5, 3),
+    ('sendgrid', 'sendgrid-tasks', 'all'): (4, 2),
     ('github', 'github-tasks', 'all'): (0, 1),
 }
 
@@ -92,6 +98,9 @@ BM25_GAPS: dict[tuple[str, str, str, str], tuple[int, int]] = {
     ('digitalocean', 'digitalocean-tasks', 'all', 'fused'): (4, 0),
     ('digitalocean', 'digitalocean-tasks', 'all', 'lexical'): (4, 2),
     ('box', 'box-tasks', 'model', 'lexical'): (0, 2),
+    ('slack', 'slack-tasks', 'model', 'fused'): (1, 0),
+    ('slack', 'slack-tasks', 'model', 'lexical'): (4, 2),
+    ('slack', 'slack-tasks', 'all', 'lexical'): (3, 2),
 }
 
 
