@@ -41,64 +41,63 @@ from tests.discovery.fusion_eval import (
 
 Key = tuple[str, str, str]  # (catalog, set without .yaml, wording)
 
-# Measured 2026-11-27 (all-MiniLM-L6-v2; the lexical ranker of main at 377dcfd): where the fusion
+# Measured 2026-11-27 (all-MiniLM-L6-v2; the lexical ranker of main at 377dcfd; the fusion of
+# gateway/discovery/fusion.py with the z-scored cosine and the pack-aware weight): where the fusion
 # is still below the better of its parts, in queries, at (1, 5). The largest on the tuning sets is
-# the cosine winning on the agents' wording of a small API (vikunja, by: model: the cosine finds 21
-# of 30 first, the lexical ranker 9, the fusion 15) where the lexical top score is middling (0.5-1)
-# and does not tell which one is right. The measurement-only rows (digitalocean, box, slack,
-# sendgrid) were found by this check, never tuned on. Lower an entry when it shrinks; never raise
-# one to pass.
+# the lexical ranker winning on the agents' wording of Stripe (by: model: it finds 18 of 30 first,
+# the fusion 13): without a domain pack the cosine gets a say that wins vikunja's and twilio's
+# agent wordings (vikunja by: model 15 -> 21 first, the cosine's 21) and costs this one; no
+# per-query signal measured (lexical top score or margin, the cosine's z or gaps) tells the two
+# apart. The measurement-only rows (digitalocean, box, slack, sendgrid, GitHub's blind5) were
+# found by this check, never tuned on. Lower an entry when it shrinks; never raise one to pass.
 GAPS: dict[Key, tuple[int, int]] = {
-    ('stripe', 'stripe-tasks', 'person'): (2, 0),
+    ('stripe', 'stripe-tasks', 'model'): (5, 2),
+    ('stripe', 'stripe-tasks', 'all'): (2, 0),
     ('twilio', 'twilio-api-tasks', 'person'): (0, 1),
-    ('twilio', 'twilio-api-tasks', 'model'): (1, 1),
-    ('vikunja', 'vikunja-tasks', 'model'): (6, 2),
-    ('vikunja', 'vikunja-tasks', 'all'): (3, 1),
-    ('digitalocean', 'digitalocean-tasks', 'person'): (0, 1),
-    ('digitalocean', 'digitalocean-tasks', 'model'): (5, 4),
-    ('digitalocean', 'digitalocean-tasks', 'all'): (4, 5),
-    ('box', 'box-tasks', 'model'): (0, 4),
-    ('slack', 'slack-tasks', 'person'): (7, 8),
-    ('slack', 'slack-tasks', 'model'): (4, 0),
-    ('slack', 'slack-tasks', 'all'): (11, 7),
-    ('sendgrid', 'sendgrid-tasks', 'person'): (5, 3),
-    ('sendgrid', 'sendgrid-tasks', 'all'): (4, 2),
-    ('github', 'github-tasks', 'all'): (0, 1),
+    ('digitalocean', 'digitalocean-tasks', 'model'): (1, 0),
+    ('box', 'box-tasks', 'model'): (1, 0),
+    ('slack', 'slack-tasks', 'person'): (2, 1),
+    ('slack', 'slack-tasks', 'model'): (1, 0),
+    ('slack', 'slack-tasks', 'all'): (3, 1),
+    ('sendgrid', 'sendgrid-tasks', 'person'): (2, 0),
+    ('sendgrid', 'sendgrid-tasks', 'all'): (2, 0),
+    ('github', 'github-tasks-blind5', 'person'): (0, 1),
+    ('github', 'github-tasks-blind5', 'all'): (0, 1),
+    ('github', 'github-tasks-dev', 'all'): (0, 1),
 }
 
-# Fused recall (@1, @5) on the tuning sets, measured 2026-11-27 minus 0.02.
+# Fused recall (@1, @5) on the tuning sets, measured 2026-11-27 minus 0.02 (rounded down).
 FLOORS: dict[Key, tuple[float, float]] = {
-    ('stripe', 'stripe-tasks', 'person'): (0.31, 0.55),
-    ('stripe', 'stripe-tasks', 'model'): (0.58, 0.91),
-    ('stripe', 'stripe-tasks', 'all'): (0.45, 0.73),
-    ('twilio', 'twilio-api-tasks', 'person'): (0.45, 0.61),
-    ('twilio', 'twilio-api-tasks', 'model'): (0.48, 0.81),
-    ('twilio', 'twilio-api-tasks', 'all'): (0.46, 0.71),
-    ('opsgenie', 'opsgenie-tasks', 'person'): (0.25, 0.41),
-    ('opsgenie', 'opsgenie-tasks', 'model'): (0.58, 0.85),
-    ('opsgenie', 'opsgenie-tasks', 'all'): (0.41, 0.63),
-    ('vikunja', 'vikunja-tasks', 'person'): (0.35, 0.75),
-    ('vikunja', 'vikunja-tasks', 'model'): (0.48, 0.88),
-    ('vikunja', 'vikunja-tasks', 'all'): (0.41, 0.81),
+    ('stripe', 'stripe-tasks', 'person'): (0.38, 0.51),
+    ('stripe', 'stripe-tasks', 'model'): (0.41, 0.84),
+    ('stripe', 'stripe-tasks', 'all'): (0.39, 0.68),
+    ('twilio', 'twilio-api-tasks', 'person'): (0.51, 0.61),
+    ('twilio', 'twilio-api-tasks', 'model'): (0.57, 0.91),
+    ('twilio', 'twilio-api-tasks', 'all'): (0.54, 0.76),
+    ('opsgenie', 'opsgenie-tasks', 'person'): (0.27, 0.48),
+    ('opsgenie', 'opsgenie-tasks', 'model'): (0.61, 0.88),
+    ('opsgenie', 'opsgenie-tasks', 'all'): (0.44, 0.68),
+    ('vikunja', 'vikunja-tasks', 'person'): (0.38, 0.78),
+    ('vikunja', 'vikunja-tasks', 'model'): (0.68, 0.94),
+    ('vikunja', 'vikunja-tasks', 'all'): (0.53, 0.86),
     ('github', 'github-tasks-blind', 'all'): (0.78, 0.96),
     ('github', 'github-tasks-blind2', 'all'): (0.78, 0.97),
-    ('github', 'github-tasks-blind3', 'all'): (0.81, 0.96),
-    ('github', 'github-tasks-blind4', 'all'): (0.72, 0.93),
-    ('github', 'github-tasks-dev', 'all'): (0.65, 0.93),
-    ('github', 'github-tasks-fresh', 'all'): (0.83, 0.98),
+    ('github', 'github-tasks-blind3', 'all'): (0.81, 0.95),
+    ('github', 'github-tasks-blind4', 'all'): (0.71, 0.92),
+    ('github', 'github-tasks-dev', 'all'): (0.64, 0.90),
+    ('github', 'github-tasks-fresh', 'all'): (0.82, 0.98),
     ('github', 'github-tasks-heldout', 'all'): (0.77, 0.98),
-    ('github', 'github-tasks', 'all'): (0.79, 0.97),
+    ('github', 'github-tasks', 'all'): (0.79, 0.98),
 }
 
 # Measurement-only: where the fused or the lexical ranking is below plain BM25, in queries, at
 # (1, 5), measured 2026-11-27. Not tuned on; the lexical ranker is another helper's (rank.py).
 BM25_GAPS: dict[tuple[str, str, str, str], tuple[int, int]] = {
-    ('digitalocean', 'digitalocean-tasks', 'person', 'fused'): (5, 1),
+    ('digitalocean', 'digitalocean-tasks', 'person', 'fused'): (3, 0),
     ('digitalocean', 'digitalocean-tasks', 'person', 'lexical'): (6, 3),
-    ('digitalocean', 'digitalocean-tasks', 'all', 'fused'): (4, 0),
     ('digitalocean', 'digitalocean-tasks', 'all', 'lexical'): (4, 2),
     ('box', 'box-tasks', 'model', 'lexical'): (0, 2),
-    ('slack', 'slack-tasks', 'model', 'fused'): (1, 0),
+    ('slack', 'slack-tasks', 'model', 'fused'): (0, 1),
     ('slack', 'slack-tasks', 'model', 'lexical'): (4, 2),
     ('slack', 'slack-tasks', 'all', 'lexical'): (3, 2),
 }
