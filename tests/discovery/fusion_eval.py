@@ -134,6 +134,7 @@ class Task:
     lex_candidates: list[SearchHit] = field(default_factory=list)  # the fusion's lexical input
     dense_candidates: list[SearchHit] = field(default_factory=list)  # the fusion's semantic input
     backfill: list[str] = field(default_factory=list)  # the lexical ranking with fill (after fusion)
+    domain_pack: bool = False  # whether the endpoint's lexical reading has a domain pack (fuse's input)
 
 
 @dataclass
@@ -166,9 +167,10 @@ def wordings(tasks: Sequence[Task]) -> dict[str, list[Task]]:
     return out
 
 
-def replay(task: Task, fuse: Callable[..., list[SearchHit]], limit: int = LIMIT) -> list[str]:
-    """The served hybrid answer with another *fuse*: its hits, then the lexical back-fill."""
-    hits = [h.name for h in fuse(task.lex_candidates, task.dense_candidates, limit)]
+def replay(task: Task, fuse: Callable[..., list[SearchHit]], limit: int = LIMIT, **options: Any) -> list[str]:
+    """The served hybrid answer with another *fuse* (given *options*, e.g. the served fuse's
+    ``domain_pack=task.domain_pack``): its hits, then the lexical back-fill."""
+    hits = [h.name for h in fuse(task.lex_candidates, task.dense_candidates, limit, **options)]
     if len(hits) < limit:
         hits += [n for n in task.backfill if n not in hits][:limit - len(hits)]
     return hits
@@ -234,7 +236,7 @@ async def evaluate(cats: Sequence[Any] | None = None) -> list[Evaluated]:
                     for raw, want in zip(sets[f], wants, strict=True):
                         q = raw["query"]
                         vec = vectors.queries[q]
-                        task = Task(q, raw.get("by", ""), want)
+                        task = Task(q, raw.get("by", ""), want, domain_pack=bool(search.index.lexicon.packs))
                         task.bm25 = b.PlainBM25.search(bm25, q, LIMIT)
                         task.lexical = [h.name for h in search.index.search(q, LIMIT)]
                         task.dense_candidates = semantic.rank(vec, search.prints, CANDIDATES, None)

@@ -35,6 +35,7 @@ from tests.discovery.fusion_eval import (
     catalogs,
     evaluate,
     recall,
+    replay,
     text_hash,
     wordings,
 )
@@ -152,6 +153,15 @@ def test_measurement_only_sets_are_not_below_plain_bm25(evaluated: list[Any]) ->
     worse = {k: (v, BM25_GAPS.get(k, (0, 0))) for k, v in found.items()
              if v[0] > BM25_GAPS.get(k, (0, 0))[0] or v[1] > BM25_GAPS.get(k, (0, 0))[1]}
     assert not worse, f"below plain BM25 by more queries than recorded (found, recorded; counts only): {worse}"
+
+
+def test_replay_reproduces_the_served_fusion(evaluated: list[Any]) -> None:
+    # What lets another fusion be tried on the recorded inputs (bench, tuning) without a gateway:
+    # the served fuse replayed must answer exactly what CatalogSearch.find answered (counts only).
+    from gateway.discovery.fusion import fuse
+    differ = sum(replay(t, fuse, domain_pack=t.domain_pack) != t.fused for ev in evaluated for t in ev.tasks)
+    assert differ == 0, f"{differ} task(s) answered otherwise when replayed"
+    assert any(t.domain_pack for ev in evaluated for t in ev.tasks)  # GitHub's pack reaches the fusion
 
 
 def test_every_catalog_and_set_is_measured(evaluated: list[Any]) -> None:
