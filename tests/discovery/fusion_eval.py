@@ -182,6 +182,13 @@ def config_text(cats: Sequence[Any]) -> str:
         return str(b.config_text(cats, b.spec_files(cats, Path(tmp))))
 
 
+def _host(gw: Any, name: str) -> Any:
+    """The running gateway's endpoint *name* (every catalog is served as one)."""
+    host = gw.gateway.endpoints.get(name)
+    assert host is not None, f"the bench's config serves no endpoint {name!r}"
+    return host
+
+
 async def served_texts(cats: Sequence[Any] | None = None) -> dict[str, dict[str, Any]]:
     """Per catalog: the served tools' ``tool_text`` and every labelled query (for embedding)."""
     from gateway.discovery.catalog_search import CatalogSearch
@@ -193,7 +200,7 @@ async def served_texts(cats: Sequence[Any] | None = None) -> dict[str, dict[str,
     with tempfile.TemporaryDirectory() as tmp:
         async with running_gateway(config_text(cats), base_dir=tmp) as gw:
             for cat in cats:
-                search = CatalogSearch(gw.gateway.endpoints.get(cat.name).view, packs=cat.packs)
+                search = CatalogSearch(_host(gw, cat.name).view, packs=cat.packs)
                 search.refresh()
                 texts = {name: tool_text(doc) for name, (_, doc) in search._docs.items()}
                 queries = [t["query"] for f in task_files(cat) for t in bench().load_set(cat, f)[1]]
@@ -214,7 +221,7 @@ async def evaluate(cats: Sequence[Any] | None = None) -> list[Evaluated]:
     with tempfile.TemporaryDirectory() as tmp:
         async with running_gateway(config_text(cats), base_dir=tmp) as gw:
             for cat in cats:
-                view = gw.gateway.endpoints.get(cat.name).view
+                view = _host(gw, cat.name).view
                 # The offline vectors stand in for the embeddings URL (never asked: the store is full).
                 semantic = Semantic(EmbeddingsConfig(url="http://127.0.0.1:9/v1/embeddings", model=MODEL),
                                     cat.name)
