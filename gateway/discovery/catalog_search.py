@@ -102,7 +102,7 @@ class CatalogSearch:
             # outrank what the embeddings found. They only fill what the fusion leaves empty.
             lexical = self.index.search(query, n, visible, fill=False)
             nearest = semantic.rank(vector, self.prints, n, visible)
-            hits = fuse(lexical, nearest, limit, semantic.config.weight)
+            hits = fuse(lexical, nearest, limit, semantic.config.weight, domain_pack=bool(self.index.lexicon.packs))
             if len(hits) < limit:
                 found = {h.name for h in hits}
                 floor = min((h.score for h in hits), default=0.0)

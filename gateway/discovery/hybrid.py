@@ -24,9 +24,10 @@ Contract:
   ``breaker_open``), so an endpoint that times out does not cost every call its timeout; then one
   call tries again (the others stay lexical until it succeeds). Time is read from ``clock``
   (monotonic seconds; tests pass their own).
-* :func:`fuse` is weighted reciprocal-rank fusion of two rankings that were each made over the
-  caller's visible tools only (visibility is applied before either top *n* is taken), so the fused
-  result never holds a tool the caller may not see.
+* :func:`fuse` (:mod:`.fusion`) merges two rankings that were each made over the caller's visible
+  tools only (visibility is applied before either top *n* is taken), so the fused result never
+  holds a tool the caller may not see. It weighs the cosine by how sure the lexical ranking is
+  (its top score), not by rank alone.
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from gateway.discovery.embeddings import EmbeddingsClient, EmbeddingsError, Matrix
+from gateway.discovery.fusion import fuse
 from gateway.discovery.index import SearchHit, ToolDoc
 from gateway.discovery.vectors import VectorStore
 from gateway.discovery.words import words_text
@@ -47,11 +49,10 @@ from gateway.telemetry import metrics
 if TYPE_CHECKING:
     from gateway.endpoints.config import EmbeddingsConfig
 
-__all__ = ["Semantic", "fuse", "tool_text", "RRF_K", "CANDIDATES"]
+__all__ = ["Semantic", "fuse", "tool_text", "CANDIDATES"]
 
 log = logging.getLogger("gateway.discovery.hybrid")
 
-RRF_K = 60  # the constant of reciprocal-rank fusion (Cormack et al. 2009): damps the head of each list
 CANDIDATES = 50  # each ranking's top n that is fused (at most MAX_LIMIT: the lexical index's bound)
 _TEXT_CHARS = 2000  # of one tool's text sent to be embedded
 _FAILURES_TO_OPEN = 3
@@ -63,26 +64,6 @@ def tool_text(doc: ToolDoc) -> str:
     parts = (words_text(doc.name[len(doc.prefix):]), doc.title, doc.description, doc.tags, doc.path,
              f"parameters: {doc.param_names}" if doc.param_names else "")
     return "\n".join(p for p in parts if p)[:_TEXT_CHARS]
-
-
-def fuse(lexical: Sequence[SearchHit], semantic: Sequence[SearchHit], limit: int, weight: float = 1.0,
-         k: int = RRF_K) -> list[SearchHit]:
-    """The best *limit* of both rankings by ``1/(k + lexical rank) + weight/(k + semantic rank)``;
-    ties go to the better lexical rank, then the better semantic rank, then the name."""
-    scores: dict[str, float] = {}
-    lex_rank: dict[str, int] = {}
-    sem_rank: dict[str, int] = {}
-    for rank, hit in enumerate(lexical, 1):
-        lex_rank.setdefault(hit.name, rank)
-    for rank, hit in enumerate(semantic, 1):
-        sem_rank.setdefault(hit.name, rank)
-    for name, rank in lex_rank.items():
-        scores[name] = 1.0 / (k + rank)
-    for name, rank in sem_rank.items():
-        scores[name] = scores.get(name, 0.0) + weight / (k + rank)
-    far = len(lex_rank) + len(sem_rank) + 1
-    order = sorted(scores, key=lambda n: (-scores[n], lex_rank.get(n, far), sem_rank.get(n, far), n))
-    return [SearchHit(name, scores[name]) for name in order[:max(0, limit)]]
 
 
 class Semantic:

