@@ -19,16 +19,19 @@ signals say, per query and per endpoint, who to trust, none of them knowing an A
 * whether the endpoint reads queries with a domain pack (``search.packs``): an operator who
   wrote one made the lexical ranker an expert of that API, and it is trusted far more.
 
-Tried and left out (round 3, tuning sets only, ``bench/discovery_vectors.py table`` replays):
+Tried and left out (round 3, tuning sets only, replayed on the inputs ``tests/discovery/fusion_eval.py``
+records):
 
 * pseudo-relevance feedback on the embeddings' side (Rocchio in the embedding space, the query's
   vector plus α times the mean vector of the lexical top 1-5, the cosine top 1-5, both, or the
   fused top 1-5, α 0.15-1, used instead of or beside the cosine ranking). It makes the cosine
   ranking alone much better (core-only catalogs 97 -> 106-112 first of 240, GitHub 210 -> 300-500
-  first of 638) and the fusion never better (at best 9 queries below its better part, as without
-  it, with fewer found first): the fed-back query already carries the lexical ranking's picks, so
-  the fusion counts the lexical evidence twice and loses the independent second opinion that wins
-  the agents' wordings of a small API.
+  first of 638) and the fusion never better (at best 8 (catalog, wording, @k) counts below its
+  better part against 9 without it, and then 8 fewer found first): the fed-back query already
+  carries the lexical ranking's picks, so the fusion counts the lexical evidence twice and loses
+  the independent second opinion that wins the agents' wordings of a small API.
+* a third term, each candidate's cosine to the lexical top hit's vector (or the mean of the top
+  3's), z-scored and added at 0.1-0.4 of the query's: 10-14 below the better part, 113-121 first.
 * normalising the lexical scores by their top score: the general ranker's top scores kept their
   scale (about 1 for a covered query) when its full-text share changed, and the absolute score is
   what says how much of the query was covered; divided by the top, 3-5 fewer queries were found
