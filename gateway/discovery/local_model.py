@@ -16,18 +16,19 @@ Contract:
   refused or failed; the message says which and how to install it). The weights are loaded once,
   on the first call, in the encoder's own thread, and shared by every endpoint of the process
   (:func:`shared`). All numpy work runs in that one thread (a single-worker executor: the model is
-  used by one thread at a time and calls are served in order; the model's matrix products use that
-  thread alone, :mod:`.minilm`, so encoding takes one core and the event loop keeps the other). A call's texts run in
-  forward passes of at most 32 texts and 2,048 padded ids; the caller bounds the texts of one call
-  (``search.local.batch``), and so how long a query can wait behind an index call.
-* Memory: the weights are mapped read-only from ``model.safetensors`` (90 MB, shared with any other
-  process mapping the file; the touched pages count in RSS), plus 10 MB of fused Q/K/V copies and
-  the activations of one batch (at most ~2,048 padded ids: ~40 MB). Measured: RSS +~150 MB after
-  loading and embedding a catalog (bench/embeddings_server.py --local prints it).
+  used by one thread at a time and calls are served in order; its matrix products use that thread
+  alone, :mod:`.minilm`, so encoding takes one core and the event loop keeps the others). A call's
+  texts run in forward passes of at most 32 texts and 2,048 padded ids; the caller bounds the
+  texts of one call (``search.local.batch``), and so how long a query can wait behind an index call.
+* Memory (bench/local_encoder.py, 600 GitHub tools): RSS +50 MB once loaded (the layers' matrices
+  are copied, 42 MB; the 47 MB word-embedding table stays mapped from the file and is read by
+  row), about +130 MB after indexing (the activations of a forward pass, ~40 MB at most, and what
+  the allocator keeps of them).
 * Index vectors of the last 8,192 texts are kept by text (12 MB), so endpoints serving the same
-  tools, or a reload, do not embed them again. ``cache_dir`` (optional): tool vectors are also kept on disk in ``minilm-<model hash>.sqlite3``
-  there, keyed by the SHA-256 of the text, so a restart (or another replica sharing the folder)
-  embeds only texts it has never seen. Only ``index`` calls read and write it; queries never.
+  tools, or a reload, do not embed them again. ``cache_dir`` (optional): tool vectors are also
+  kept on disk in ``minilm-<model hash>.sqlite3`` there, keyed by the SHA-256 of the text, so a
+  restart (or another replica sharing the folder) embeds only texts it has never seen. Only
+  ``index`` calls read and write it; queries never.
 """
 
 from __future__ import annotations
@@ -180,7 +181,11 @@ class LocalEncoder:
         """Nothing to close: the encoder is shared by the process's endpoints."""
 
     def shutdown(self) -> None:
+        """Stop the encoder's thread (after its current call) and close the disk cache: tests, benches."""
         self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._cache is not None:
+            self._cache.db.close()
+            self._cache = None
 
     def load(self) -> MiniLM:
         """The model, loaded (and checked) on the first call; raises EmbeddingsError if it cannot be."""
