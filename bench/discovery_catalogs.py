@@ -119,8 +119,11 @@ def config_text(catalogs: Iterable[Catalog], files: Mapping[str, Path], discover
     cats = list(catalogs)
     sources = list(dict.fromkeys(c.source for c in cats))
     connectors = "\n".join(f"  - {{name: {n}, type: openapi, spec: \"{files[n]}\"}}" for n in sources)
+    # semantic: off: the lexical ranker is what is measured here (with the local model on, what an
+    # answer holds would depend on whether its background indexing had finished).
     endpoints = "\n".join(f"  - {{name: {c.name}, discovery: {discovery}, select: [{{connector: {c.source}}}]"
-                          + (f", search: {{packs: [{', '.join(c.packs)}]}}" if c.packs and discovery == "search" else "")
+                          + (f", search: {{semantic: off, packs: [{', '.join(c.packs)}]}}" if discovery == "search"
+                             else "")
                           + "}" for c in cats)
     return CONFIG.format(key=KEY, connectors=connectors, endpoints=endpoints)
 

@@ -68,7 +68,7 @@ endpoints:
   - name: search
     select: [{{tools: ["*"]}}]
     discovery: search
-    search: {{packs: [github]}}
+    search: {{packs: [github], semantic: off}}  # the lexical ranker's cost (the local model: bench/local_encoder.py)
 """
 
 

@@ -104,7 +104,8 @@ def stdio_principal_warnings(config: GatewayConfig) -> list[Problem]:
 def endpoint_problems(config: GatewayConfig) -> list[Problem]:
     """What the ``endpoints:`` section gets wrong without the catalog: a rule naming a connector
     that is not configured; a ``search.embeddings.api_key_env`` naming a variable that is not set
-    (or empty) here, which ``serve`` would answer by ranking that endpoint lexically alone. (A rule matching nothing, a rename colliding or naming nothing served
+    (or empty) here, or a local model asked for that is not there, which ``serve`` would answer by
+    ranking that endpoint lexically alone. (A rule matching nothing, a rename colliding or naming nothing served
     need the live catalog: ``validate --deep`` and ``list --endpoint`` report them, from the
     endpoint's :attr:`~gateway.endpoints.view.EndpointView.selection`.)"""
     names = {c.name for c in config.connectors}
@@ -119,7 +120,29 @@ def endpoint_problems(config: GatewayConfig) -> list[Problem]:
             out.append(Problem(("endpoints", i, "search", "embeddings", "api_key_env"),
                                f"the environment variable {embeddings.api_key_env} is not set (or empty): this "
                                "endpoint would rank lexically alone"))
+        out += _local_model_problems(config, i)
     return out
+
+
+def _local_model_problems(config: GatewayConfig, i: int) -> list[Problem]:
+    """A search endpoint that asks for the local model by name (``semantic: local``, or a
+    ``local.path``) where there is none: ``serve`` would log an ERROR and rank lexically alone.
+    (The files' hashes are checked when the model loads.)"""
+    search = config.endpoints[i].search
+    if search is None or search.embeddings is not None or search.semantic == "off":
+        return []
+    if search.semantic == "auto" and search.local.path is None:
+        return []  # auto without the model: lexical, on purpose
+    from gateway.discovery.local_model import ModelMissing, model_dir
+
+    path = None if search.local.path is None else str(Path(config.base_dir) / search.local.path)
+    try:
+        model_dir(path)
+    except ModelMissing as exc:
+        where = ("endpoints", i, "search", "local", "path") if path is not None else ("endpoints", i, "search",
+                                                                                        "semantic")
+        return [Problem(where, f"{exc}: this endpoint would rank lexically alone")]
+    return []
 
 
 def shared_calls_problems(config: GatewayConfig) -> list[Problem]:

@@ -1,8 +1,9 @@
 """Hybrid tool search: the lexical ranking fused with an embeddings ranking (issue 18's option).
 
-:class:`Semantic` is the embedding side of one search endpoint: its client
-(:mod:`.embeddings`), its tool vectors (:mod:`.vectors`), a small LRU of query vectors, and the
-rules for when the embeddings URL is not to be relied on. :func:`fuse` merges the two rankings.
+:class:`Semantic` is the embedding side of one search endpoint: its encoder (an
+:class:`Encoder`: the client of an embeddings URL, :mod:`.embeddings`, or the local model,
+:mod:`.local_model`), its tool vectors (:mod:`.vectors`), a small LRU of query vectors, and the
+rules for when the encoder is not to be relied on. :func:`fuse` merges the two rankings.
 
 Contract:
 
@@ -18,7 +19,11 @@ Contract:
   sending batches (reason ``not_indexed``). A server busy embedding the catalog answers a query
   only after the batches before it: during a first build every ``find_tools`` would wait its full
   ``timeout_s`` for nothing.
-* The breaker counts failures in a row of either stage, and only an answered *query* ends the row:
+* With the local model (``local=True``) there is no key and no breaker: a query waits at most
+  ``timeout_s`` for its vector (the model may be busy with another endpoint's batch; reason
+  ``timeout``), and a model that cannot be loaded (missing, refused: reason ``model``) is logged as
+  an ERROR once and never asked again by this endpoint: it ranks lexically.
+* The URL's breaker counts failures in a row of either stage, and only an answered *query* ends the row:
   a batch that succeeds says nothing about whether queries are answered within ``timeout_s`` (a
   batch has ``index_timeout_s``). After 3 the URL is not asked for ``cooldown_s`` (reason
   ``breaker_open``), so an endpoint that times out does not cost every call its timeout; then one
@@ -32,12 +37,13 @@ Contract:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 from gateway.discovery.embeddings import EmbeddingsClient, EmbeddingsError, Matrix
 from gateway.discovery.fusion import fuse
@@ -47,9 +53,9 @@ from gateway.discovery.words import words_text
 from gateway.telemetry import metrics
 
 if TYPE_CHECKING:
-    from gateway.endpoints.config import EmbeddingsConfig
+    from gateway.endpoints.config import EmbeddingsConfig, LocalModelConfig
 
-__all__ = ["Semantic", "fuse", "tool_text", "CANDIDATES"]
+__all__ = ["Semantic", "Encoder", "fuse", "tool_text", "CANDIDATES"]
 
 log = logging.getLogger("gateway.discovery.hybrid")
 
@@ -57,6 +63,18 @@ CANDIDATES = 50  # each ranking's top n that is fused (at most MAX_LIMIT: the le
 _TEXT_CHARS = 2000  # of one tool's text sent to be embedded
 _FAILURES_TO_OPEN = 3
 _WARN_EVERY_S = 60.0
+
+
+class Encoder(Protocol):
+    """What makes vectors: :class:`~gateway.discovery.embeddings.EmbeddingsClient` (a URL) or
+    :class:`~gateway.discovery.local_model.LocalEncoder` (the local model)."""
+
+    shown: str  # how logs name it
+
+    async def embed(self, texts: list[str], stage: str, dimension: int | None = None) -> Matrix:
+        """One normalised float32 row per text, in order; EmbeddingsError otherwise."""
+
+    async def close(self) -> None: ...
 
 
 def tool_text(doc: ToolDoc) -> str:
@@ -69,19 +87,30 @@ def tool_text(doc: ToolDoc) -> str:
 class Semantic:
     """The embedding side of one search endpoint (see the module doc)."""
 
-    def __init__(self, config: EmbeddingsConfig, endpoint: str, env: Mapping[str, str] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, config: EmbeddingsConfig | LocalModelConfig, endpoint: str,
+                 env: Mapping[str, str] | None = None, clock: Callable[[], float] = time.monotonic,
+                 encoder: Encoder | None = None) -> None:
+        """With *encoder* (the local model), *config* is its :class:`LocalModelConfig`; without, an
+        :class:`EmbeddingsConfig` whose URL client is made here (its key read from *env*)."""
         self.config = config
         self._clock = clock
         self.endpoint = endpoint
-        variables = os.environ if env is None else env
-        key = variables.get(config.api_key_env, "") if config.api_key_env else ""
-        # A configured key that is not there: nothing is sent (the URL would refuse us anyway).
-        self.no_key = bool(config.api_key_env) and not key
-        if self.no_key:
-            log.error("endpoint %s: search.embeddings.api_key_env names %s, which is not set: ranking "
-                      "lexically alone", endpoint, config.api_key_env)
-        self.client = EmbeddingsClient(config, key or None, endpoint)
+        self.local = encoder is not None
+        self.no_key = False
+        self.broken = False  # the local model cannot run: this endpoint ranks lexically for good
+        self.client: Encoder
+        if encoder is not None:
+            self.client = encoder
+        else:
+            url = cast("EmbeddingsConfig", config)
+            variables = os.environ if env is None else env
+            key = variables.get(url.api_key_env, "") if url.api_key_env else ""
+            # A configured key that is not there: nothing is sent (the URL would refuse us anyway).
+            self.no_key = bool(url.api_key_env) and not key
+            if self.no_key:
+                log.error("endpoint %s: search.embeddings.api_key_env names %s, which is not set: ranking "
+                          "lexically alone", endpoint, url.api_key_env)
+            self.client = EmbeddingsClient(url, key or None, endpoint)
         self.store = VectorStore()
         self._queries: OrderedDict[str, Matrix] = OrderedDict()
         self._failures = 0
@@ -97,7 +126,14 @@ class Semantic:
 
     # -- failures ------------------------------------------------------------------------------
     def _failed(self, stage: str, exc: EmbeddingsError) -> None:
-        self._failures += 1
+        if self.local and exc.reason == "model":
+            if not self.broken:
+                log.error("endpoint %s: the local embedding model cannot be used: %s; ranking lexically alone",
+                          self.endpoint, exc)
+            self.broken = True
+            return
+        if not self.local:  # only a URL's failures count toward its breaker
+            self._failures += 1
         now = self._clock()
         if self._failures >= _FAILURES_TO_OPEN:
             self._open_until = now + self.config.cooldown_s
@@ -127,7 +163,7 @@ class Semantic:
     # -- tools ---------------------------------------------------------------------------------
     def pending(self, prints: Mapping[str, str]) -> bool:
         """Whether a :meth:`sync` of *prints* has work it may do now."""
-        return (not self.no_key and self.complete_for is not prints and not self._syncing
+        return (not self.no_key and not self.broken and self.complete_for is not prints and not self._syncing
                 and self._clock() >= self._sync_after)
 
     async def sync(self, prints: Mapping[str, str], texts: Callable[[str], str]) -> int:
@@ -160,8 +196,8 @@ class Semantic:
     # -- queries -------------------------------------------------------------------------------
     async def query(self, text: str) -> Matrix | None:
         """The vector of a ``find_tools`` query, or None (the call ranks lexically; see module doc)."""
-        if self.no_key:
-            self._fallback("no_key")
+        if self.no_key or self.broken:
+            self._fallback("no_key" if self.no_key else "model")
             return None
         if not len(self.store) or self._syncing:
             # No tool vector yet (just started, or indexing fails), or batches are in flight: the
@@ -177,7 +213,14 @@ class Semantic:
             self._fallback("breaker_open")
             return None
         try:
-            vector: Matrix = (await self.client.embed([key], "query", self.store.dim))[0]
+            if self.local:  # the model may be busy with a batch (another endpoint's): wait so long only
+                async with asyncio.timeout(self.config.timeout_s):
+                    vector: Matrix = (await self.client.embed([key], "query", self.store.dim))[0]
+            else:  # the URL client bounds its own requests
+                vector = (await self.client.embed([key], "query", self.store.dim))[0]
+        except TimeoutError:
+            self._fallback("timeout")
+            return None
         except EmbeddingsError as exc:
             self._failed("query", exc)
             self._fallback(exc.reason)

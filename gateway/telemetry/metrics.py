@@ -270,7 +270,8 @@ EMBEDDING_REQUESTS = Counter(
     ("endpoint", "stage", "outcome"), namespace=NAMESPACE, registry=REGISTRY)
 SEARCH_LEXICAL_FALLBACKS = Counter(
     "search_lexical_fallbacks", "find_tools calls of an endpoint with hybrid ranking that were ranked lexically "
-    "alone, by endpoint and reason (a failed request's outcome, breaker_open, no_key, not_indexed).",
+    "alone, by endpoint and reason (a failed request's outcome, breaker_open, no_key, not_indexed; the local "
+    "model: timeout, model).",
     ("endpoint", "reason"), namespace=NAMESPACE, registry=REGISTRY)
 
 BUILD_INFO = Info("build", "Gateway version.", namespace=NAMESPACE, registry=REGISTRY)

@@ -136,10 +136,10 @@ auth:
   api_keys: [{{name: alice, key: {key}}}]
 connectors:
   - {{name: desk, type: openapi, spec: "{spec}"}}
-endpoints:
-  - {{name: plain, discovery: search, select: [{{connector: desk}}]}}
-  - {{name: none, discovery: search, select: [{{connector: desk}}], search: {{packs: []}}}}
-  - {{name: gh, discovery: search, select: [{{connector: desk}}], search: {{packs: [github]}}}}
+endpoints:  # semantic: off: what the packs do to the lexical ranking is asserted
+  - {{name: plain, discovery: search, select: [{{connector: desk}}], search: {{semantic: off}}}}
+  - {{name: none, discovery: search, select: [{{connector: desk}}], search: {{semantic: off, packs: []}}}}
+  - {{name: gh, discovery: search, select: [{{connector: desk}}], search: {{semantic: off, packs: [github]}}}}
 """
 _KEY = "alice-key-0123456789"
 
@@ -197,7 +197,7 @@ async def test_a_reload_that_turns_the_pack_off_reads_queries_with_the_core(tmp_
     async with running_gateway(config, base_dir=str(tmp_path)) as gw:
         with_pack, without = await found(gw, "gh"), await found(gw, "none")
         assert with_pack != without
-        await gw.gateway.reload(config_from(config.replace("search: {packs: [github]}", "search: {packs: []}"),
+        await gw.gateway.reload(config_from(config.replace("packs: [github]}", "packs: []}"),
                                             tmp_path))
         assert await found(gw, "gh") == without
 

@@ -74,6 +74,7 @@ endpoints:
   - name: finder
     discovery: search
     select: [{{connector: up}}]
+    search: {{semantic: off}}  # the rankings asserted here are the lexical ones
 """
 
 ONCALL_TOOLS = {"say", "up_grow", "up_pid"}  # up_pid is selected but denied by access rules: hidden

@@ -106,7 +106,7 @@ async def test_a_reload_moves_to_another_url_then_turns_embeddings_off(
             stub.reset()
             await _until_first(finder, "repeat my sentence", "up_echo")  # the new URL indexed everything
             assert stub.requests == 0 and other.requests >= 2 and "repeat my sentence" in other.inputs
-            off = config[:config.index("    search:")]
+            off = config[:config.index("    search:")] + "    search: {semantic: off}\n"
             await gw.gateway.reload(config_from(off))
             other.reset()
             assert "up_echo" not in await _found(finder, "parrot my phrase")  # lexical alone
