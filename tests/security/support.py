@@ -70,13 +70,26 @@ async def pg_role(pg_url: str, database: str, grants: str = "", *, attributes: s
 
 @dataclass
 class Probe:
-    """Latencies (s) of a trivial request or coroutine repeated while something else runs."""
+    """Latencies (s) of a trivial request or coroutine repeated while something else runs.
+
+    ``samples`` are wall time: what a caller waits, including time the machine gave other processes.
+    ``cpu_samples`` are the event-loop thread's CPU time over each whole turn of the probe, the pause
+    between probes included (``time.thread_time``): the work the loop did while the probe's timers
+    waited, which a busy machine does not inflate. A turn is ``every_s`` plus one probe long, so more
+    than ~0.1 s of CPU in one turn means a timer was that late because of work on the loop; a loaded
+    machine shows only in ``samples``.
+    """
 
     samples: list[float] = field(default_factory=list)
+    cpu_samples: list[float] = field(default_factory=list)
 
     @property
     def worst(self) -> float:
         return max(self.samples) if self.samples else float("inf")
+
+    @property
+    def worst_cpu(self) -> float:
+        return max(self.cpu_samples) if self.cpu_samples else float("inf")
 
 
 @asynccontextmanager
@@ -88,15 +101,18 @@ async def probing(once: Callable[[], Awaitable[Any]], every_s: float = 0.01) -> 
 
     async def loop() -> None:
         while True:  # at least once, even when the block never yields to the loop
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time()
             await once()
             probe.samples.append(time.perf_counter() - started)
             if stop.is_set():
+                probe.cpu_samples.append(time.thread_time() - cpu)
                 return
             try:
                 await asyncio.wait_for(stop.wait(), every_s)
             except TimeoutError:
                 pass
+            # The whole turn, the wait included: a stall between two probes delays this turn's timer.
+            probe.cpu_samples.append(time.thread_time() - cpu)
 
     task = asyncio.create_task(loop())
     try:

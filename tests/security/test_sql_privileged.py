@@ -154,7 +154,7 @@ async def test_with_allow_privileged_a_superuser_still_cannot_act_outside_the_re
                         assert info.value.status in ("refused_statement", "refused_function"), (sql, info.value)
                         with pytest.raises(ToolExecutionError, match="Refused"):
                             await c.call_tool("explain", {"sql": sql}, make_ctx())
-                assert probe.worst < 0.1
+                assert probe.worst_cpu < 0.1, f"the event loop worked {probe.worst_cpu * 1000:.0f} ms in one span"
                 # Reads still work, and the connection the admin holds was not terminated.
                 ok = await c.call_tool("query", {"sql": "SELECT count(*) FROM customers"}, make_ctx())
                 assert ok["structuredContent"]["rows"] == [[300]]

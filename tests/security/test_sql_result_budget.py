@@ -125,7 +125,7 @@ async def test_sqlite_giant_values_are_refused_and_runaway_statements_stop_at_th
                     await c.call_tool("query", {"sql": sql}, make_ctx())
             assert info.value.status == "max_bytes"
             assert time.perf_counter() - started < 1.0, sql[:40]
-            assert probe.worst < 0.1
+            assert probe.worst_cpu < 0.1, f"the event loop worked {probe.worst_cpu * 1000:.0f} ms in one span"
 
         forever = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
         started = time.perf_counter()
@@ -134,7 +134,7 @@ async def test_sqlite_giant_values_are_refused_and_runaway_statements_stop_at_th
                 await c.call_tool("query", {"sql": forever}, make_ctx())
         elapsed = time.perf_counter() - started
         assert info.value.status == "timeout" and 2.9 < elapsed < 4.5, elapsed
-        assert probe.worst < 0.1
+        assert probe.worst_cpu < 0.1, f"the event loop worked {probe.worst_cpu * 1000:.0f} ms in one span"
 
         # An endless stream of 100 kB rows: the page stops at the budget, at once.
         stream = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT i, randomblob(100000) FROM r"
@@ -161,4 +161,6 @@ async def test_encoding_a_full_page_does_not_stall_the_event_loop(pg_url: str) -
                 results = await asyncio.gather(*calls)
                 assert all(not r.get("isError") for r in results), results[0]
         assert len(probe.samples) > 20
-        assert probe.worst < 0.1, f"the event loop was late by up to {probe.worst * 1000:.0f} ms"
+        # The loop thread's CPU time across each 1 ms timer: the gateway's own work between two turns
+        # of the loop, which a busy machine does not inflate (wall time does: 360 ms seen under load).
+        assert probe.worst_cpu < 0.1, f"the event loop worked {probe.worst_cpu * 1000:.0f} ms without a turn"
