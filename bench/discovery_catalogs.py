@@ -30,7 +30,13 @@ is ever printed for them. Domain packs (docs/discovery.md): the GitHub endpoint 
 (``search: {packs: [github]}``); ``github-core`` is the same catalog and set without it (what the
 pack adds); the six other catalogs are served with the general core alone, as any API is. ``--misses`` prints the misses at 5 of the tuning sets only.
 
-Run: ``PYTHONPATH=$PWD .venv/bin/python bench/discovery_catalogs.py [--repeat 3] [--misses]``.
+With ``--semantic local`` the endpoints rank with the offline model (issue 28's default where it is
+installed), and with ``--embeddings URL`` with an embeddings service, e.g. the real model served by
+``bench/embeddings_server.py``; each endpoint's tool vectors are made before it is measured, and the
+CPU time then includes encoding each query (the query LRU is emptied between calls).
+
+Run: ``PYTHONPATH=$PWD .venv/bin/python bench/discovery_catalogs.py [--repeat 3] [--misses]
+[--semantic local | --embeddings http://127.0.0.1:8765/v1/embeddings]``.
 """
 
 from __future__ import annotations
@@ -115,14 +121,18 @@ def spec_files(catalogs: Iterable[Catalog], tmp: Path) -> dict[str, Path]:
     return {c.source: DATA / "openapi" / c.spec for c in catalogs}
 
 
-def config_text(catalogs: Iterable[Catalog], files: Mapping[str, Path], discovery: str = "search") -> str:
+def config_text(catalogs: Iterable[Catalog], files: Mapping[str, Path], discovery: str = "search",
+                semantic: str = "semantic: off") -> str:
+    """The gateway's config: one connector per spec, one endpoint per catalog. *semantic* is the
+    endpoints' semantic side as ``search:`` keys: ``semantic: off`` by default (the lexical ranker is
+    what is measured; with the local model on, what an answer holds would depend on whether its
+    background indexing had finished), ``semantic: local`` or ``embeddings: {url: ..., model: ...}``
+    with ``--semantic``/``--embeddings`` (:func:`measure` then waits for every tool's vector)."""
     cats = list(catalogs)
     sources = list(dict.fromkeys(c.source for c in cats))
     connectors = "\n".join(f"  - {{name: {n}, type: openapi, spec: \"{files[n]}\"}}" for n in sources)
-    # semantic: off: the lexical ranker is what is measured here (with the local model on, what an
-    # answer holds would depend on whether its background indexing had finished).
     endpoints = "\n".join(f"  - {{name: {c.name}, discovery: {discovery}, select: [{{connector: {c.source}}}]"
-                          + (f", search: {{semantic: off, packs: [{', '.join(c.packs)}]}}" if discovery == "search"
+                          + (f", search: {{{semantic}, packs: [{', '.join(c.packs)}]}}" if discovery == "search"
                              else "")
                           + "}" for c in cats)
     return CONFIG.format(key=KEY, connectors=connectors, endpoints=endpoints)
@@ -295,7 +305,11 @@ async def measure(gw: Any, http: aiohttp.ClientSession, catalog: Catalog, repeat
     for _ in range(repeat):
         for q in queries:
             c0 = time.process_time()
-            index.find(q, LIMIT)
+            if index.semantic is None:
+                index.find(q, LIMIT)
+            else:  # the query's vector as served (not from the LRU: each pass encodes it again)
+                index.semantic._queries.clear()
+                index.find(q, LIMIT, vector=await index.query_vector(q))
             cpu.append((time.process_time() - c0) * 1000)
 
     fresh = CatalogSearch(view, packs=catalog.packs)
@@ -360,7 +374,10 @@ async def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     catalogs = [c for c in CATALOGS if not args.only or c.name in args.only.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
-        text = config_text(catalogs, spec_files(catalogs, Path(tmp)))
+        semantic = (f"embeddings: {{url: {args.embeddings}, model: {args.model}}}" if args.embeddings
+                    else f"semantic: {args.semantic}")
+        text = config_text(catalogs, spec_files(catalogs, Path(tmp)), semantic=semantic)
+        print(f"search: {{{semantic}}}")
         async with running_gateway(text, base_dir=tmp) as gw, aiohttp.ClientSession() as http:
             results = [await measure(gw, http, c, args.repeat) for c in catalogs]
     report(results, args.misses, time.perf_counter() - t0)
@@ -372,6 +389,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="passes over the queries for the CPU timing")
     parser.add_argument("--only", help="comma-separated catalogs (default: all)")
     parser.add_argument("--misses", action="store_true", help="print the tuning sets' misses at 5")
+    parser.add_argument("--semantic", choices=("off", "local"), default="off",
+                        help="the endpoints' semantic side: off (the lexical ranker alone) or the local model")
+    parser.add_argument("--embeddings", metavar="URL", help="an OpenAI-compatible /v1/embeddings URL instead "
+                        "(e.g. bench/embeddings_server.py serving the real model)")
+    parser.add_argument("--model", default="all-MiniLM-L6-v2", help="the model name sent with --embeddings")
     return asyncio.run(run(parser.parse_args(argv)))
 
 

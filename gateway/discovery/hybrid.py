@@ -117,6 +117,8 @@ class Semantic:
         self._open_until = 0.0
         self._sync_after = 0.0
         self._syncing = False
+        self._idle = asyncio.Event()  # set while no sync runs (see idle())
+        self._idle.set()
         self.complete_for: object = None  # the prints the last sync embedded entirely
         self._warned_at = float("-inf")
         self._unlogged = 0
@@ -174,6 +176,7 @@ class Semantic:
         if not self.pending(prints) or (self._failures >= _FAILURES_TO_OPEN and self._clock() < self._open_until):
             return 0
         self._syncing = True
+        self._idle.clear()
         done = 0
         try:
             by_print = {fp: name for name, fp in prints.items()}
@@ -192,6 +195,12 @@ class Semantic:
             return done
         finally:
             self._syncing = False
+            self._idle.set()
+
+    async def idle(self) -> None:
+        """Return once no :meth:`sync` runs: one started elsewhere (the start-up's warm-up, a search's
+        background indexing) has ended, its vectors stored."""
+        await self._idle.wait()
 
     # -- queries -------------------------------------------------------------------------------
     async def query(self, text: str) -> Matrix | None:

@@ -150,6 +150,8 @@ class EndpointSearch:
         """Bring the index up to the endpoint's tools now (after a catalog rebuild), so the next
         ``find_tools`` does not wait for it; then their vectors, when there is a semantic side."""
         index = await self._ready()
+        if index.semantic is not None:  # a sync under way would make embed() return at once
+            await index.semantic.idle()
         await index.embed()
 
     def _embed_later(self, index: CatalogSearch) -> None:

@@ -388,3 +388,33 @@ def test_the_store_ranks_past_its_first_partition_and_stops_at_min_similarity() 
     assert store.nearest(query, dict(prints), 1)[0].name == "t001" and len(store) == 199
     with pytest.raises(ValueError):
         store.put(["x"], np.ones((1, 3), dtype=np.float32))  # one dimension per store
+
+
+async def test_idle_returns_only_once_a_sync_under_way_has_stored_its_vectors() -> None:
+    """``warm()`` waits on this: a sync started elsewhere (the start-up's warm-up) made a second
+    ``embed()`` return at once, so a bench measured lexical answers as if they were hybrid."""
+    import numpy as np
+
+    from gateway.endpoints.config import LocalModelConfig
+
+    release = asyncio.Event()
+
+    class Held:
+        async def embed(self, texts: list[str], purpose: str, dim: int | None) -> Any:
+            await release.wait()
+            return np.full((len(texts), 4), 0.5, dtype=np.float32)
+
+        async def close(self) -> None:
+            return None
+
+    semantic = Semantic(LocalModelConfig(), "idle-test", encoder=Held())
+    sync = asyncio.create_task(semantic.sync({"a": "fa", "b": "fb"}, lambda name: name))
+    await asyncio.sleep(0)  # the sync has begun and waits in embed()
+    waiter = asyncio.create_task(semantic.idle())
+    await asyncio.sleep(0.01)
+    assert not waiter.done() and len(semantic.store) == 0
+    release.set()
+    assert await sync == 2
+    await asyncio.wait_for(waiter, 10)
+    assert len(semantic.store) == 2
+    await semantic.idle()  # no sync: at once
