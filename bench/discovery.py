@@ -177,6 +177,32 @@ def _semantic(index: SearchIndex, docs: dict[str, ToolDoc], cache_dir: Path) -> 
     return Semantic(LocalModelConfig(), "bench", encoder=encoder), encoder
 
 
+async def _sync_probed(semantic: Semantic, prints: dict[str, str], texts: Any) -> tuple[int, float, float]:
+    """``semantic.sync`` with a probe on the event loop: (tools embedded, the loop thread's CPU
+    seconds over the sync, the most CPU one probe turn waited for, i.e. the longest the loop was
+    kept from serving by the sync's own work between batches). CPU time, not wall: a loaded machine
+    delays a turn without the sync being the cause."""
+    done = asyncio.Event()
+    stall = 0.0
+
+    async def probe() -> None:
+        nonlocal stall
+        while not done.is_set():
+            c0 = time.thread_time()
+            await asyncio.sleep(0.001)
+            stall = max(stall, time.thread_time() - c0)
+
+    task = asyncio.create_task(probe())
+    c0 = time.thread_time()
+    try:
+        embedded = await semantic.sync(prints, texts)
+    finally:
+        done.set()
+    loop_cpu = time.thread_time() - c0
+    await task
+    return embedded, loop_cpu, stall
+
+
 def semantic_child(copies: int, cache_dir: Path) -> dict[str, float]:
     """Runs in a fresh process: the background vector build of *copies* × GitHub with the local
     model (as :meth:`CatalogSearch.embed` runs it: ``Semantic.sync`` in the encoder's thread, the
@@ -195,7 +221,7 @@ def semantic_child(copies: int, cache_dir: Path) -> dict[str, float]:
     load_wall, load_cpu = time.perf_counter() - t0, time.process_time() - c0
     rss_model = _rss_mb()
     t0, c0 = time.perf_counter(), time.process_time()
-    embedded = asyncio.run(semantic.sync(prints, lambda name: tool_text(docs[name])))
+    embedded, loop_cpu, stall = asyncio.run(_sync_probed(semantic, prints, lambda name: tool_text(docs[name])))
     semantic.rank(np.zeros(384, dtype=np.float32), prints, 1, None)  # compiles the matrix searched
     build_wall, build_cpu = time.perf_counter() - t0, time.process_time() - c0
     gc.collect()
@@ -215,6 +241,7 @@ def semantic_child(copies: int, cache_dir: Path) -> dict[str, float]:
     encoder.shutdown()
     return {"tools": len(prints), "embedded": embedded, "from_disk": encoder.cached, "load_cpu_s": load_cpu,
             "load_wall_s": load_wall, "build_cpu_s": build_cpu, "build_wall_s": build_wall,
+            "loop_cpu_s": loop_cpu, "loop_stall_ms": stall * 1000,
             "model_mb": rss_model - rss0, "vectors_mb": semantic.store._matrix.nbytes / 2**20,
             "semantic_mb": rss1 - rss_model, "semantic_untrimmed_mb": rss_peak - rss_model, "incremental_s": incremental}
 
@@ -294,6 +321,8 @@ def semantic_table(lexical: dict[str, float], built: dict[str, float], first: di
         ("index build, this run (CPU ms)", f"{lex_build:.0f}", f"+{sem_build:.0f}", f"<= {TARGET_BUILD_S * 1000:.0f}",
          "background" if sem_build > TARGET_BUILD_S * 1000 else ok(lex_build + sem_build, TARGET_BUILD_S * 1000)),
         ("  vectors' wall ms (encoder thread)", "", f"{built['build_wall_s'] * 1000:.0f}", "", ""),
+        ("  event loop: CPU ms / longest turn ms", "", f"{built['loop_cpu_s'] * 1000:.0f}/{built['loop_stall_ms']:.1f}",
+         "", ""),
         ("  from the disk cache / encoded", "", f"{built['from_disk']}/{built['embedded']}", "", ""),
         ("model load (CPU ms, once a process)", "", f"{built['load_cpu_s'] * 1000:.0f}", "", ""),
         ("incremental sync -100/+100 (ms)", f"{lexical['incremental_s'] * 1000:.0f}",
