@@ -1,5 +1,5 @@
-"""bench/discovery.py's child (index build and memory) runs at a small size; the full bench is
-`make bench`-style manual work, not part of the suite."""
+"""bench/discovery.py's child (index build and memory) and its --semantic stages run at a small
+size; the full bench is `make bench`-style manual work, not part of the suite."""
 
 from __future__ import annotations
 
