@@ -29,7 +29,10 @@ at the same size, printed next to the lexical figures in one table:
   to encode every text (``--cold``: encode again, with an empty temporary cache) and printed by
   later runs. The copies share their texts (the prefix is not embedded): 1,223 texts are encoded;
 * the memory the model, the vector matrix and the encoder's caches add (resident set, after
-  ``malloc_trim``: the forward passes' freed activations are not held; the figure before it is shown too);
+  ``malloc_trim``: the forward passes' freed activations are not held; the figure before it is
+  shown too); the total leaves out the file pages of the model's mapping (the word embeddings'
+  rows a build read stay resident as page cache the kernel may reclaim), shown apart;
+* the event loop's longest turn (CPU) while the vectors are built: what the build keeps serving waiting;
 * per query, CPU time of each stage of ``find_tools`` as ``CatalogSearch.find`` runs it: query
   encode (the LRU missed: every query is encoded), lexical top 50, dense top 50, fusion, back-fill
   and result; the whole p50/p99, and the same with the query vector cached.
@@ -137,6 +140,14 @@ def _rss_mb() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def _file_mb() -> float:
+    """The resident pages mapped from files (the model's word embeddings are read from a mapping:
+    the rows a build touched stay resident, but as page cache the kernel may take back)."""
+    with open("/proc/self/statm") as f:
+        pages = int(f.read().split()[2])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 def build_child(copies: int) -> dict[str, float]:
     """Runs in a fresh process: build time and memory added by the index for *copies* × GitHub."""
     corpora = [github_corpus(f"gh{i}_") for i in range(copies)]
@@ -179,7 +190,7 @@ def _semantic(index: SearchIndex, docs: dict[str, ToolDoc], cache_dir: Path) -> 
 
 async def _sync_probed(semantic: Semantic, prints: dict[str, str], texts: Any) -> tuple[int, float, float]:
     """``semantic.sync`` with a probe on the event loop: (tools embedded, the loop thread's CPU
-    seconds over the sync, the most CPU one probe turn waited for, i.e. the longest the loop was
+    seconds over the sync, the probe's own wake-ups included, the most CPU one probe turn waited for, i.e. the longest the loop was
     kept from serving by the sync's own work between batches). CPU time, not wall: a loaded machine
     delays a turn without the sync being the cause."""
     done = asyncio.Event()
@@ -214,20 +225,21 @@ def semantic_child(copies: int, cache_dir: Path) -> dict[str, float]:
     index.sync(docs.values())
     prints = dict(index.fingerprints)
     gc.collect()
-    rss0 = _rss_mb()
+    rss0, file0 = _rss_mb(), _file_mb()
     semantic, encoder = _semantic(index, docs, cache_dir)
     t0, c0 = time.perf_counter(), time.process_time()
     encoder.load()
     load_wall, load_cpu = time.perf_counter() - t0, time.process_time() - c0
     rss_model = _rss_mb()
     t0, c0 = time.perf_counter(), time.process_time()
-    embedded, loop_cpu, stall = asyncio.run(_sync_probed(semantic, prints, lambda name: tool_text(docs[name])))
+    embedded, _, stall = asyncio.run(_sync_probed(semantic, prints, lambda name: tool_text(docs[name])))
     semantic.rank(np.zeros(384, dtype=np.float32), prints, 1, None)  # compiles the matrix searched
     build_wall, build_cpu = time.perf_counter() - t0, time.process_time() - c0
     gc.collect()
     rss_peak = _rss_mb()
     _trim()
     rss1 = _rss_mb()
+    mapped = _file_mb() - file0
     # Incremental: 100 tools gone and back (the lexical index's share is measured by build_child);
     # their vectors are kept by fingerprint, so none is encoded again: the matrix is recompiled.
     incremental = 0.0
@@ -241,9 +253,9 @@ def semantic_child(copies: int, cache_dir: Path) -> dict[str, float]:
     encoder.shutdown()
     return {"tools": len(prints), "embedded": embedded, "from_disk": encoder.cached, "load_cpu_s": load_cpu,
             "load_wall_s": load_wall, "build_cpu_s": build_cpu, "build_wall_s": build_wall,
-            "loop_cpu_s": loop_cpu, "loop_stall_ms": stall * 1000,
+            "loop_stall_ms": stall * 1000,
             "model_mb": rss_model - rss0, "vectors_mb": semantic.store._matrix.nbytes / 2**20,
-            "semantic_mb": rss1 - rss_model, "semantic_untrimmed_mb": rss_peak - rss_model, "incremental_s": incremental}
+            "semantic_mb": rss1 - rss_model, "mapped_mb": mapped, "semantic_untrimmed_mb": rss_peak - rss_model, "incremental_s": incremental}
 
 
 def semantic_build(copies: int, cache_dir: Path, cold: bool) -> tuple[dict[str, float], dict[str, float] | None]:
@@ -309,6 +321,8 @@ def semantic_table(lexical: dict[str, float], built: dict[str, float], first: di
         return "met" if value <= target else "NOT met"
 
     whole50 = statistics.median(stages["whole"])
+    # What the process holds: the page cache behind the model's mapping is the kernel's to reclaim.
+    held = lexical["index_mb"] + built["semantic_mb"] + built["model_mb"] - built["mapped_mb"]
     uncached = "not recorded: run once with an empty --cache-dir" if first is None else (
         f"{first['build_cpu_s']:.1f} s CPU, {first['build_wall_s']:.1f} s wall, {first['embedded']} tools "
         f"({first['when']})")
@@ -321,8 +335,7 @@ def semantic_table(lexical: dict[str, float], built: dict[str, float], first: di
         ("index build, this run (CPU ms)", f"{lex_build:.0f}", f"+{sem_build:.0f}", f"<= {TARGET_BUILD_S * 1000:.0f}",
          "background" if sem_build > TARGET_BUILD_S * 1000 else ok(lex_build + sem_build, TARGET_BUILD_S * 1000)),
         ("  vectors' wall ms (encoder thread)", "", f"{built['build_wall_s'] * 1000:.0f}", "", ""),
-        ("  event loop: CPU ms / longest turn ms", "", f"{built['loop_cpu_s'] * 1000:.0f}/{built['loop_stall_ms']:.1f}",
-         "", ""),
+        ("  event loop's longest turn (CPU ms)", "", f"{built['loop_stall_ms']:.1f}", "", ""),
         ("  from the disk cache / encoded", "", f"{built['from_disk']}/{built['embedded']}", "", ""),
         ("model load (CPU ms, once a process)", "", f"{built['load_cpu_s'] * 1000:.0f}", "", ""),
         ("incremental sync -100/+100 (ms)", f"{lexical['incremental_s'] * 1000:.0f}",
@@ -333,9 +346,9 @@ def semantic_table(lexical: dict[str, float], built: dict[str, float], first: di
         ("memory: vectors + caches (MB, RSS)", "", f"{built['semantic_mb']:.1f}", "", ""),
         ("  before malloc_trim (freed activations)", "", f"{built['semantic_untrimmed_mb']:.1f}", "", ""),
         ("memory: model (MB, RSS)", "", f"{built['model_mb']:.1f}", "", ""),
-        ("memory: total (MB)", f"{lexical['index_mb']:.1f}",
-         f"{lexical['index_mb'] + built['semantic_mb'] + built['model_mb']:.1f}", f"<= {TARGET_SEMANTIC_MB:.0f}",
-         ok(lexical["index_mb"] + built["semantic_mb"] + built["model_mb"], TARGET_SEMANTIC_MB)),
+        ("  of which file pages (the model's mapping)", "", f"{built['mapped_mb']:.1f}", "", ""),
+        ("memory: total, file pages excluded (MB)", f"{lexical['index_mb']:.1f}", f"{held:.1f}",
+         f"<= {TARGET_SEMANTIC_MB:.0f}", ok(held, TARGET_SEMANTIC_MB)),
     ]
     for stage, label in (("encode", "query encode"), ("lexical", "lexical top 50 (no back-fill)"),
                          ("dense", "dense top 50 (6k cosines)"), ("fuse", "fuse"), ("rest", "back-fill + result"),
