@@ -10,32 +10,19 @@ never printed).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from tests.discovery.fusion_eval import bench
 from tests.support import running_gateway
 
 REPO = Path(__file__).resolve().parents[2]
 GITHUB_SETS = sorted(p.name for p in (REPO / "tests" / "data" / "discovery").glob("github-tasks*.yaml"))
 
 
-def _bench() -> ModuleType:
-    name = "bench_discovery_catalogs"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "bench" / "discovery_catalogs.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-BENCH = _bench()
+BENCH = bench()  # bench/discovery_catalogs.py as a module (one copy, shared with fusion_eval)
 
 
 @pytest.mark.parametrize("catalog", BENCH.CATALOGS, ids=lambda c: c.name)
