@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import Health
+from connectors.mcp.config import MCPConfig
+from connectors.mcp.connector import MCPConnector
 from gateway.context import CallContext
 from tests.support import free_port
 
@@ -153,3 +155,15 @@ def make_ctx(session: DummySession, method: str = "tools/call", params: dict[str
         params["_meta"] = {**params.get("_meta", {}), "progressToken": progress_token}
     return CallContext(session=session, method=method, request_id=request_id if request_id is not None else next(_ids),
                        params=params, progress_token=progress_token)
+
+
+@asynccontextmanager
+async def connector(cfg: dict[str, Any]) -> AsyncIterator[tuple[MCPConnector, Events]]:
+    """An MCP connector of *cfg*, started (with the :class:`Events` it reports to) and stopped after."""
+    c = MCPConnector(MCPConfig.model_validate(cfg))
+    events = Events()
+    await c.start(events)
+    try:
+        yield c, events
+    finally:
+        await c.stop()

@@ -17,22 +17,17 @@ from typing import Any
 
 import pytest
 
-from connectors.mcp.config import MCPConfig
 from connectors.mcp.connector import MCPConnector
 from gateway.protocol.errors import BackendUnavailable, InvalidRequest, ProtocolError, RequestTimeout
-from tests.connectors.mcp.helpers import DummySession, Events, make_ctx, stdio_config, upstream_http
+from tests.connectors.mcp.helpers import (
+    DummySession,
+    Events,
+    connector,
+    make_ctx,
+    stdio_config,
+    upstream_http,
+)
 from tests.support import free_port
-
-
-@asynccontextmanager
-async def connector(cfg: dict[str, Any]) -> AsyncIterator[tuple[MCPConnector, Events]]:
-    c = MCPConnector(MCPConfig.model_validate(cfg))
-    events = Events()
-    await c.start(events)
-    try:
-        yield c, events
-    finally:
-        await c.stop()
 
 
 @asynccontextmanager

@@ -7,30 +7,22 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
 
-from connectors.mcp.config import MCPConfig
 from connectors.mcp.connector import MCPConnector
 from connectors.mcp.sessions import LEGACY_SHARED
 from gateway.protocol.errors import InvalidParams
-from tests.connectors.mcp.helpers import DummySession, Events, make_ctx, stdio_config
+from tests.connectors.mcp.helpers import DummySession, Events, connector, make_ctx, stdio_config
 
 MODERN = "2026-07-28"
 
 
-@asynccontextmanager
-async def dual_stdio() -> AsyncIterator[tuple[MCPConnector, Events]]:
-    c = MCPConnector(MCPConfig.model_validate(stdio_config("up", "--era", "dual", ping_interval_s=0)))
-    events = Events()
-    await c.start(events)
-    try:
-        yield c, events
-    finally:
-        await c.stop()
+def dual_stdio() -> AbstractAsyncContextManager[tuple[MCPConnector, Events]]:
+    """A connector of the SDK fixture serving both eras over stdio, started and stopped after."""
+    return connector(stdio_config("up", "--era", "dual", ping_interval_s=0))
 
 
 def text(result: dict[str, Any]) -> str:

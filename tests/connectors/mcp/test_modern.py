@@ -24,22 +24,18 @@ from connectors.mcp.connector import MCPConnector
 from connectors.mcp.sessions import LEGACY_SHARED
 from connectors.mcp.transport import HTTPStatusError
 from gateway.protocol.errors import BackendUnavailable, HeaderMismatch, MethodNotFound, ProtocolError
-from tests.connectors.mcp.helpers import DummySession, Events, make_ctx, stdio_config, upstream_http
+from tests.connectors.mcp.helpers import (
+    DummySession,
+    Events,
+    connector,
+    make_ctx,
+    stdio_config,
+    upstream_http,
+)
 from tests.support import free_port
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
-
-
-@asynccontextmanager
-async def connector(cfg: dict[str, Any]) -> AsyncIterator[tuple[MCPConnector, Events]]:
-    c = MCPConnector(MCPConfig.model_validate(cfg))
-    events = Events()
-    await c.start(events)
-    try:
-        yield c, events
-    finally:
-        await c.stop()
 
 
 @asynccontextmanager
