@@ -217,6 +217,16 @@ class LocalEncoder:
         return matrix
 
     def _embed(self, texts: list[str], stage: str) -> Matrix:
+        # A text given twice is encoded once and its row copied: besides the work saved, a row's
+        # rounding may depend on where it sits in a forward pass (BLAS kernels other than
+        # AVX-512's treat a matrix's edge rows differently), and equal texts must give equal rows.
+        unique = list(dict.fromkeys(texts))
+        if len(unique) == len(texts):
+            return self._embed_unique(texts, stage)
+        at = {text: i for i, text in enumerate(unique)}
+        return self._embed_unique(unique, stage)[[at[t] for t in texts]]
+
+    def _embed_unique(self, texts: list[str], stage: str) -> Matrix:
         model = self.load()
         self.requests += 1
         if stage != "index":
