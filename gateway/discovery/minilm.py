@@ -57,21 +57,43 @@ _ERFC_STEP = _ERFC_P * _SQRT1_2  # t's step per |x| (z = |x|/√2 folded in)
 _ERFC_C0 = _ERFC[0] + math.log(0.5)  # the constant term with the ½ of Φ(-|x|) = erfc/2 folded in
 
 
+def _openblas() -> list[ctypes.CDLL]:
+    """The OpenBLAS libraries this process has loaded (numpy's BLAS), read from its memory map."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            libs = sorted({line.split()[-1] for line in maps if "openblas" in line.rsplit("/", 1)[-1]})
+        return [ctypes.CDLL(lib) for lib in libs]
+    except OSError:
+        return []
+
+
 @functools.cache
 def _blas_threads_setter() -> Callable[[int], int] | None:
     """OpenBLAS's ``openblas_set_num_threads_local`` (numpy's BLAS; 0.3.27+): the number of threads
     the *calling* thread's BLAS calls use, returning the previous one. None where there is none."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            libs = sorted({line.split()[-1] for line in maps if "openblas" in line.rsplit("/", 1)[-1]})
-        for lib in libs:
-            setter = getattr(ctypes.CDLL(lib), "openblas_set_num_threads_local", None)
-            if setter is not None:
-                setter.argtypes, setter.restype = [ctypes.c_int], ctypes.c_int
-                return setter  # type: ignore[no-any-return]
-    except OSError:
-        pass
+    for lib in _openblas():
+        setter = getattr(lib, "openblas_set_num_threads_local", None)
+        if setter is not None:
+            setter.argtypes, setter.restype = [ctypes.c_int], ctypes.c_int
+            return setter  # type: ignore[no-any-return]
     return None
+
+
+@functools.cache
+def _narrow_kernels() -> bool:
+    """Whether numpy's OpenBLAS runs narrow products without packing: its AVX-512 cores
+    (SkylakeX, Cooperlake, Sapphire Rapids: Intel since Skylake-SP, AMD since Zen 4) have small-matrix
+    sgemm kernels, which multiply ``(rows, in) @ (in, 32)`` straight from the operands. Elsewhere
+    (Haswell and Zen kernels: AVX2) a product by panels measured 0-13% slower than the whole one,
+    so the layers keep the whole matrices there (see :func:`_product`)."""
+    for lib in _openblas():
+        for symbol in ("openblas_get_corename", "scipy_openblas_get_corename64_", "openblas_get_corename64_"):
+            get = getattr(lib, symbol, None)
+            if get is not None:
+                get.restype = ctypes.c_char_p
+                core = (get() or b"").decode("ascii", "replace").lower()
+                return core in ("skylakex", "cooperlake", "sapphirerapids")
+    return False
 
 
 class ModelError(Exception):
@@ -132,9 +154,10 @@ def _product(x: F32, panels: F32) -> F32:
     """``x @ W`` for the 2-D *x* and ``W`` (in, out) stored by panels (``(out/p, in, p)``, C order).
 
     A query's few rows (at most ``_SMALL_ROWS``) are multiplied panel by panel in one numpy call
-    (a stack of ``(rows, in) @ (in, p)`` products): OpenBLAS runs a product this narrow without
-    packing the weights first, and a query's encode takes 2-2.5× less time in its matrix products
-    (42 MB of weights streamed once; the packing of ``x @ W`` read and wrote them again). Longer
+    (a stack of ``(rows, in) @ (in, p)`` products): OpenBLAS's AVX-512 kernels run a product this
+    narrow without packing the weights first, and a query's encode takes 2-2.5× less time in its
+    matrix products (42 MB of weights streamed once; the packing of ``x @ W`` read and wrote them
+    again). A single panel (no such kernels: :func:`_narrow_kernels`) is ``x @ W`` as is. Longer
     passes (the index build's batches) are faster as one product over the whole matrix: it is put
     back together for them (a copy of one matrix, ~2% of such a pass). The two paths round
     differently in the last bits (sums in another order): a vector moves by ~1e-7, far inside the
@@ -142,6 +165,9 @@ def _product(x: F32, panels: F32) -> F32:
     already allows."""
     count, inner, width = panels.shape
     rows = x.shape[0]
+    if count == 1:  # stored whole (a BLAS without narrow kernels, _narrow_kernels)
+        product: F32 = x @ panels[0]
+        return product
     if rows <= _SMALL_ROWS:
         out: F32 = np.matmul(x, panels).transpose(1, 0, 2).reshape(rows, count * width)
         return out
@@ -179,8 +205,12 @@ class _Layer:
             return w[f"{prefix}.{name}"].astype(np.float32, copy=False)
 
         def inputs_first(weight: F32) -> F32:
-            # (in, out) by panels of _PANEL outputs: (out/_PANEL, in, _PANEL), see _product.
-            out, width = weight.shape[0], _PANEL if weight.shape[0] % _PANEL == 0 else weight.shape[0]
+            # (in, out), contiguous: x @ W takes a third less time for the few rows of a query than
+            # with the (out, in) file layout seen transposed (the same for long batches); stored by
+            # panels of _PANEL outputs, (out/_PANEL, in, _PANEL), where the BLAS has narrow kernels,
+            # else as one panel (1, in, out): see _product.
+            out = weight.shape[0]
+            width = _PANEL if _narrow_kernels() and out % _PANEL == 0 else out
             return arena.take(weight.T.reshape(weight.shape[1], out // width, width).transpose(1, 0, 2))
 
         # Q, K and V in one product: (hidden, 3·hidden).
