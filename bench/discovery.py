@@ -37,8 +37,13 @@ at the same size, printed next to the lexical figures in one table:
   encode (the LRU missed: every query is encoded), lexical top 50, dense top 50, fusion, back-fill
   and result; the whole p50/p99, and the same with the query vector cached.
 
-Run: ``.venv/bin/python bench/discovery.py [--copies 5] [--repeat 20] [--baseline REF] [--semantic
-[--semantic-repeat 3] [--cache-dir DIR] [--cold]]``.
+With ``--catalog stripe`` (or ``twilio``, ``opsgenie``, ``vikunja``: tuning catalogs of issue 28) the
+latency and build rows are for that catalog instead, served without a pack (the general core alone,
+as an operator's own API is) in as many copies as bring it nearest GitHub's 6,115 tools (Stripe:
+13 × 468), timed on its task set's queries; the recall table stays GitHub's.
+
+Run: ``.venv/bin/python bench/discovery.py [--catalog github] [--copies 5] [--repeat 20] [--baseline REF]
+[--semantic [--semantic-repeat 3] [--cache-dir DIR] [--cold]]``.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ import argparse
 import asyncio
 import ctypes
 import gc
+import gzip
 import json
 import os
 import statistics
@@ -78,6 +84,7 @@ from tests.discovery.labelled import (  # noqa: E402
     FRESH,
     HELDOUT,
     TASKS,
+    Corpus,
     evaluate,
     github_corpus,
     load_tasks,
@@ -98,6 +105,48 @@ PACKS = ("github",)  # the GitHub catalog is served with its pack (search: {pack
 SETS = tuple(s for s in (("main", TASKS, True), ("held-out", HELDOUT, True), ("dev", DEV, True),
                          ("fresh", FRESH, True), ("blind", BLIND, True), ("blind-2", BLIND2, True),
                          ("blind-3", BLIND3, True), ("blind-4", BLIND4, True), ("blind-5", BLIND5, False)) if s[1].exists())
+
+# --catalog: the latency rows for an endpoint without a pack (an operator's own API is read by the
+# general core alone), on a tuning catalog of issue 28 served in copies up to about GitHub's 6,115
+# tools. Measurement-only catalogs are not offered: their queries are never read here.
+CORE_CATALOGS = {"stripe": ("stripe.json.gz", "stripe-tasks.yaml"), "twilio": ("twilio-api.json.gz", "twilio-api-tasks.yaml"),
+                 "opsgenie": ("opsgenie.json.gz", "opsgenie-tasks.yaml"), "vikunja": ("vikunja.json.gz", "vikunja-tasks.yaml")}
+GITHUB_TOOLS = 6115  # 5 × GitHub's 1,223: the size a core-only catalog is copied up to
+
+
+def corpus(catalog: str, prefix: str) -> Corpus:
+    """*catalog*'s tools under *prefix*, mapped by the OpenAPI connector as a connector serves them."""
+    if catalog == "github":
+        return github_corpus(prefix)
+    from connectors.openapi.config import OpenAPIConfig
+    from connectors.openapi.loader import check_version
+    from connectors.openapi.mapping import map_spec
+    from gateway.discovery.openapi import operation_docs
+
+    path = REPO / "tests" / "data" / "openapi" / CORE_CATALOGS[catalog][0]
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    mapped = map_spec(doc, check_version(doc, str(path)), OpenAPIConfig(name=catalog, type="openapi", spec=str(path)))
+    return Corpus(tuple(operation_docs(doc, mapped.operations, prefix)),
+                  tuple({**op.definition, "name": prefix + op.name} for op in mapped.operations), {})
+
+
+def packs(catalog: str) -> tuple[str, ...]:
+    return PACKS if catalog == "github" else ()
+
+
+def copies_for(catalog: str, copies: int | None) -> int:
+    """*copies*, else GitHub's 5, else as many as bring the catalog nearest 6,115 tools."""
+    if copies is not None:
+        return copies
+    return 5 if catalog == "github" else max(1, round(GITHUB_TOOLS / len(corpus(catalog, "").docs)))
+
+
+def catalog_queries(catalog: str) -> list[str]:
+    """The queries timed: every GitHub set's, or the core catalog's task set (a tuning set)."""
+    if catalog == "github":
+        return [t["query"] for _, path, _ in SETS for t in load_tasks(path)]
+    return [t["query"] for t in load_tasks(REPO / "tests" / "data" / "discovery" / CORE_CATALOGS[catalog][1])]
+
 
 # Runs in a child process whose sys.path starts with a git export of another commit: that commit's
 # ranker and corpus mapping, this tree's task files. Prints {label: [recall@1, recall@5]}.
@@ -148,14 +197,14 @@ def _file_mb() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def build_child(copies: int) -> dict[str, float]:
-    """Runs in a fresh process: build time and memory added by the index for *copies* × GitHub."""
-    corpora = [github_corpus(f"gh{i}_") for i in range(copies)]
+def build_child(copies: int, catalog: str = "github") -> dict[str, float]:
+    """Runs in a fresh process: build time and memory added by the index for *copies* × *catalog*."""
+    corpora = [corpus(catalog, f"gh{i}_") for i in range(copies)]
     docs = [d for c in corpora for d in c.docs]
     gc.collect()
     before = _rss_mb()
     t0 = time.perf_counter()
-    index = SearchIndex(PACKS)
+    index = SearchIndex(packs(catalog))
     index.sync(docs)
     build = time.perf_counter() - t0
     gc.collect()
@@ -214,14 +263,14 @@ async def _sync_probed(semantic: Semantic, prints: dict[str, str], texts: Any) -
     return embedded, loop_cpu, stall
 
 
-def semantic_child(copies: int, cache_dir: Path) -> dict[str, float]:
+def semantic_child(copies: int, cache_dir: Path, catalog: str = "github") -> dict[str, float]:
     """Runs in a fresh process: the background vector build of *copies* × GitHub with the local
     model (as :meth:`CatalogSearch.embed` runs it: ``Semantic.sync`` in the encoder's thread, the
     event loop free meanwhile), CPU (every thread of the process) and wall, and the memory it adds.
     The five copies share their texts (the prefix is not embedded), so 1,223 texts are encoded."""
-    corpora = [github_corpus(f"gh{i}_") for i in range(copies)]
+    corpora = [corpus(catalog, f"gh{i}_") for i in range(copies)]
     docs = {d.name: d for c in corpora for d in c.docs}
-    index = SearchIndex(PACKS)
+    index = SearchIndex(packs(catalog))
     index.sync(docs.values())
     prints = dict(index.fingerprints)
     gc.collect()
@@ -258,15 +307,16 @@ def semantic_child(copies: int, cache_dir: Path) -> dict[str, float]:
             "semantic_mb": rss1 - rss_model, "mapped_mb": mapped, "semantic_untrimmed_mb": rss_peak - rss_model, "incremental_s": incremental}
 
 
-def semantic_build(copies: int, cache_dir: Path, cold: bool) -> tuple[dict[str, float], dict[str, float] | None]:
+def semantic_build(copies: int, cache_dir: Path, cold: bool,
+                   catalog: str = "github") -> tuple[dict[str, float], dict[str, float] | None]:
     """This run's build (child process; *cold*: with an empty temporary cache) and the first,
     uncached one (recorded in *cache_dir* by the last uncached run; None while there is none)."""
     with tempfile.TemporaryDirectory() as empty:
-        out = subprocess.run([sys.executable, __file__, "--semantic-child", "--copies", str(copies),
+        out = subprocess.run([sys.executable, __file__, "--semantic-child", "--copies", str(copies), "--catalog", catalog,
                               "--cache-dir", empty if cold else str(cache_dir)], check=True, capture_output=True, text=True)
     built: dict[str, float] = json.loads(out.stdout)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    record = cache_dir / f"first-build-{copies}.json"
+    record = cache_dir / (f"first-build-{copies}.json" if catalog == "github" else f"first-build-{catalog}-{copies}.json")
     if not built["from_disk"]:  # every text went through the model: this run is the uncached one
         record.write_text(json.dumps({**built, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}))
     first = json.loads(record.read_text()) if record.exists() else None
@@ -368,7 +418,9 @@ def semantic_table(lexical: dict[str, float], built: dict[str, float], first: di
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--copies", type=int, default=5, help="GitHub catalogs under distinct prefixes")
+    parser.add_argument("--copies", type=int, help="catalogs under distinct prefixes (GitHub: 5; a --catalog: ~6,115 tools)")
+    parser.add_argument("--catalog", choices=("github", *CORE_CATALOGS), default="github",
+                        help="the catalog timed: GitHub with its pack, or a tuning catalog read by the general core alone")
     parser.add_argument("--repeat", type=int, default=20, help="passes over the queries for latency")
     parser.add_argument("--baseline", metavar="REF", help="also rank the labelled sets with the ranker of git commit REF")
     parser.add_argument("--semantic", action="store_true", help="also measure the offline semantic side (local model)")
@@ -378,23 +430,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--semantic-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    catalog = args.catalog
+    copies = args.copies = copies_for(catalog, args.copies)
     if args.child:
-        print(json.dumps(build_child(args.copies)))
+        print(json.dumps(build_child(copies, catalog)))
         return 0
     if args.semantic_child:
-        print(json.dumps(semantic_child(args.copies, args.cache_dir)))
+        print(json.dumps(semantic_child(copies, args.cache_dir, catalog)))
         return 0
 
-    out = subprocess.run([sys.executable, __file__, "--child", "--copies", str(args.copies)],
+    out = subprocess.run([sys.executable, __file__, "--child", "--copies", str(copies), "--catalog", catalog],
                          check=True, capture_output=True, text=True)
     built = json.loads(out.stdout)
 
     # Latency at scale, in this process.
-    corpora = [github_corpus(f"gh{i}_") for i in range(args.copies)]
+    corpora = [corpus(catalog, f"gh{i}_") for i in range(copies)]
     tools = {t["name"]: t for c in corpora for t in c.tools}
-    index = SearchIndex(PACKS)
+    index = SearchIndex(packs(catalog))
     index.sync(d for c in corpora for d in c.docs)
-    queries = [t["query"] for _, path, _ in SETS for t in load_tasks(path)]
+    queries = catalog_queries(catalog)
     for q in queries:  # warm: the first sight of a phrase computes its document frequency once
         index.search(q, DEFAULT_LIMIT)
     times, cpu = [], []
@@ -411,12 +465,12 @@ def main(argv: list[str] | None = None) -> int:
 
     sem_built = first = stages = None
     if args.semantic:
-        sem_built, first = semantic_build(args.copies, args.cache_dir, args.cold)
+        sem_built, first = semantic_build(copies, args.cache_dir, args.cold, catalog)
         docs = {d.name: d for c in corpora for d in c.docs}
         stages = semantic_latency(index, docs, tools, queries, args.semantic_repeat, args.cache_dir)
 
     # Recall over the GitHub catalog as one connector serves it.
-    github = corpora[0]
+    github = corpora[0] if catalog == "github" else github_corpus("")
     one = SearchIndex(PACKS)
     one.sync(github.docs)
     recalls = {label: evaluate(one, github, load_tasks(path)) for label, path, _ in SETS}
@@ -432,7 +486,8 @@ def main(argv: list[str] | None = None) -> int:
     def ok(flag: bool) -> str:
         return "met" if flag else "NOT met"
 
-    print(f"tool search over {built['tools']} tools ({args.copies} × GitHub REST, {len(github.tools)} each); "
+    served = "GitHub REST, with its pack" if catalog == "github" else f"{catalog}, the general core alone (no pack)"
+    print(f"tool search over {built['tools']} tools ({copies} × {served}, {len(corpora[0].tools)} each); "
           f"{len(queries)} queries × {args.repeat}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"{'measure':44}{'value':>14}{'target':>14}{'':>10}")
     rows = [

@@ -19,7 +19,7 @@ import pytest
 from gateway.discovery import local_model
 from gateway.discovery.embeddings import EmbeddingsError
 from gateway.discovery.local_model import LocalEncoder, ModelIntegrityError, ModelMissing, verify
-from gateway.discovery.minilm import MiniLM, gelu
+from gateway.discovery.minilm import _SMALL_ROWS, MiniLM, _product, gelu
 from gateway.discovery.safetensors import SafetensorsError
 from gateway.discovery.safetensors import load as load_safetensors
 from gateway.discovery.wordpiece import WordPiece
@@ -67,6 +67,22 @@ def test_each_vector_is_sentence_transformers_within_cosine_0_9999(model: MiniLM
     # Alone or in a batch (padding, another order): the same vector.
     alone = np.stack([model.encode([t])[0] for t in texts[::7]])
     assert ((alone * batched[::7]).sum(axis=1)).min() >= 0.99999
+
+
+def test_a_product_by_panels_is_the_product_of_the_whole_matrix(model: MiniLM) -> None:
+    # A layer's matrices are stored by panels of outputs; a query's few rows are multiplied panel by
+    # panel, longer passes over the whole matrix put back together: both are x @ W to float32 rounding.
+    layer = model.layers[0]
+    rng = np.random.default_rng(7)
+    for panels in (layer.qkv, layer.out, layer.inter, layer.down):
+        count, inner, width = panels.shape
+        whole = panels.transpose(1, 0, 2).reshape(inner, count * width).astype(np.float64)
+        for rows in (1, 9, _SMALL_ROWS, _SMALL_ROWS + 1, 300):
+            x = rng.standard_normal((rows, inner)).astype(np.float32)
+            got = _product(x, panels)
+            assert got.shape == (rows, count * width) and got.dtype == np.float32 and got.flags.c_contiguous
+            exact = x.astype(np.float64) @ whole
+            assert np.abs(got - exact).max() <= 1e-5 * np.abs(exact).max(), (rows, panels.shape)
 
 
 def test_the_tokenizer_splits_as_bert_does() -> None:
