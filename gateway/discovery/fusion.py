@@ -59,42 +59,54 @@ Contract of :func:`fuse`:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import heapq
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from statistics import fmean, pstdev
 
 from gateway.discovery.index import SearchHit
 
-__all__ = ["fuse", "SURE", "W_MIN", "W_MAX", "K_CORE", "K_PACK", "ABSENT_GAP"]
+__all__ = ["fuse", "Calibration", "CALIBRATION", "SURE", "SURE_PACK", "W_MIN", "W_MAX", "K_CORE", "K_PACK",
+           "ABSENT_GAP", "LEXICAL_LEAD", "COSINE_LEAD", "LEXICAL_FIRST_WITHIN"]
 
-# The lexical top score at which the embeddings' say bottoms out (at W_MIN): a full coverage of
-# the query (~1) plus the name/title hints of a clear match; the scores seen run from -0.8 to 1.9.
-# Tuned 1.8-2.6 with K_CORE (round 3, the general ranker with bm25_share 0.75, whose top scores
-# still sit near 1: median 1.05-1.3 per catalog): 2.0 with K_CORE 0.6 gives the embeddings about
-# twice their former say on a middling lexical top (0.6 at a top of 1, was 0.36) and lets it fall
-# off faster as the lexical top nears a clear match.
-SURE = 2.0
-W_MIN = 0.3  # the embeddings' least say: they still order tools the lexical ranking scores alike
-W_MAX = 3.0  # the most: a lexical ranking that matched nothing leaves the order to the cosine
-# The z-score's scale against the lexical score's, without and with a domain pack. A clear nearest
-# tool stands 3-5 deviations above the candidates' mean; without a pack 0.6 lets it move a tool by
-# one to two lexical score points (a whole query's coverage) when the lexical top is middling (~1).
-# Round 3 (tuning sets only): 0.3 -> 0.6 with SURE 2.2 -> 2.0 took the core-only catalogs' fused
-# hits from 118 to 126 first and 186 to 187 in the top 5 (of 240 queries each) and the queries
-# where the fusion is below its better part from 14 to 9 (K 0.4-0.8 x SURE 2.0-2.4 tried; 0.5-0.7
-# at 2.0-2.2 all within 9-12, 0.8 and above or SURE 2.4 lose again on the agents' Stripe wording).
-# A pack makes the lexical ranking the expert: 0.03 (a twentieth) still breaks its near-ties, while
-# 0.04 or more already cost GitHub's sets (tuned 0.01-0.06 and 0.1-0.4).
-K_CORE = 0.6
-K_PACK = 0.03
-# How far below the lowest lexical candidate a tool that shares no word with the query starts.
-ABSENT_GAP = 0.3
+
+@dataclass(frozen=True)
+class Calibration:
+    """The fusion's constants (fitted by ``bench/fusion_fit.py`` on the tuning sets only)."""
+
+    # The z-score's scale against the lexical score's, and the lexical top score at which the
+    # embeddings' say bottoms out (at w_min), without a domain pack (the general core) ...
+    k_core: float = 0.6
+    sure_core: float = 2.0
+    # ... and with one (the lexical ranking is the expert: a twelfth of the say, falling off sooner).
+    k_pack: float = 0.05
+    sure_pack: float = 1.6
+    # How much the lexical first's lead over its second (in lexical score) lowers the embeddings'
+    # say, and how much the cosine first's lead over its second (in z) raises it: 0, tried and
+    # within noise (module doc); kept so that a refit can weigh them again.
+    lexical_lead: float = 0.0
+    cosine_lead: float = 0.0
+    w_min: float = 0.3  # the embeddings' least say: they still order tools the lexical ranking scores alike
+    w_max: float = 3.0  # the most: a lexical ranking that matched nothing leaves the order to the cosine
+    absent_gap: float = 0.3  # how far below the lowest lexical candidate a tool sharing no word starts
+    lexical_first_within: int = 3  # the lexical ranking's first is never fused below this rank
+
+
+CALIBRATION = Calibration()
+K_CORE, SURE = CALIBRATION.k_core, CALIBRATION.sure_core
+K_PACK, SURE_PACK = CALIBRATION.k_pack, CALIBRATION.sure_pack
+W_MIN, W_MAX, ABSENT_GAP = CALIBRATION.w_min, CALIBRATION.w_max, CALIBRATION.absent_gap
+LEXICAL_LEAD, COSINE_LEAD = CALIBRATION.lexical_lead, CALIBRATION.cosine_lead
+LEXICAL_FIRST_WITHIN = CALIBRATION.lexical_first_within
 
 
 def fuse(lexical: Sequence[SearchHit], semantic: Sequence[SearchHit], limit: int,
-         weight: float = 1.0, domain_pack: bool = False) -> list[SearchHit]:
+         weight: float = 1.0, domain_pack: bool = False, calibration: Calibration = CALIBRATION) -> list[SearchHit]:
     """The best *limit* tools of both rankings (see the module doc); *weight* scales the cosine's
     say (an endpoint's ``search.embeddings.weight``: 1 as calibrated); *domain_pack*: whether the
-    lexical ranking read the query with a domain pack (the endpoint's ``search.packs``)."""
+    lexical ranking read the query with a domain pack (the endpoint's ``search.packs``);
+    *calibration*: the constants (another one only to refit them: ``bench/fusion_fit.py``)."""
+    c = calibration
     lex: dict[str, float] = {}
     lex_rank: dict[str, int] = {}
     for rank, hit in enumerate(lexical):
@@ -107,13 +119,28 @@ def fuse(lexical: Sequence[SearchHit], semantic: Sequence[SearchHit], limit: int
             cos[hit.name], sem_rank[hit.name] = hit.score, rank
     z = _z_scores(cos)
     best = max(lex.values(), default=0.0)
-    w = weight * (K_PACK if domain_pack else K_CORE) * min(W_MAX, max(W_MIN, SURE - best))
-    lex_absent = min(lex.values(), default=0.0) - ABSENT_GAP
+    k, sure = (c.k_pack, c.sure_pack) if domain_pack else (c.k_core, c.sure_core)
+    unsure = sure - best - c.lexical_lead * _lead(lex.values()) + c.cosine_lead * _lead(z.values())
+    w = weight * k * min(c.w_max, max(c.w_min, unsure))
+    lex_absent = min(lex.values(), default=0.0) - c.absent_gap
     z_absent = min(z.values(), default=0.0)
     scores = {name: lex.get(name, lex_absent) + w * z.get(name, z_absent) for name in lex.keys() | z.keys()}
     far = len(lex) + len(cos)
     order = sorted(scores, key=lambda n: (-scores[n], lex_rank.get(n, far), sem_rank.get(n, far), n))
-    return [SearchHit(name, scores[name]) for name in order[:max(0, limit)]]
+    hits = [SearchHit(name, scores[name]) for name in order]
+    first = c.lexical_first_within
+    if lexical and first >= 1:
+        at = order.index(lexical[0].name)
+        if at >= first:  # lifted to rank *first*, taking the score of the tool it passes there
+            hits.insert(first - 1, SearchHit(order[at], hits[first - 1].score))
+            del hits[at + 1]
+    return hits[:max(0, limit)]
+
+
+def _lead(scores: Iterable[float]) -> float:
+    """How far the best of *scores* stands above the second (0 with fewer than two)."""
+    top = heapq.nlargest(2, scores)
+    return top[0] - top[1] if len(top) == 2 else 0.0
 
 
 def _z_scores(cos: dict[str, float]) -> dict[str, float]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,7 +17,16 @@ from prometheus_client import generate_latest
 from connectors.base import ToolSpec
 from gateway.discovery.catalog_search import CatalogSearch
 from gateway.discovery.embeddings import EmbeddingsClient, EmbeddingsError
-from gateway.discovery.fusion import ABSENT_GAP, K_CORE, K_PACK, SURE, W_MIN
+from gateway.discovery.fusion import (
+    ABSENT_GAP,
+    CALIBRATION,
+    K_CORE,
+    K_PACK,
+    LEXICAL_FIRST_WITHIN,
+    SURE,
+    SURE_PACK,
+    W_MIN,
+)
 from gateway.discovery.hybrid import Semantic, fuse
 from gateway.discovery.index import SearchHit
 from gateway.endpoints.config import EmbeddingsConfig
@@ -330,11 +340,47 @@ def test_fuse_trusts_a_lexical_ranking_read_with_a_domain_pack_more() -> None:
     lexical, near = [SearchHit("a", 0.5), SearchHit("b", 0.2)], [SearchHit("b", 0.9), SearchHit("a", 0.2)]
     # Read by the general core alone, the embeddings decide (w = K_CORE * 1.7: b 0.2 + w, a 0.5 - w) ...
     assert [h.name for h in fuse(lexical, near, 2)] == ["b", "a"]
-    # ... read with an operator's domain pack, the lexical ranker is the expert: K_PACK, a tenth.
+    # ... read with an operator's domain pack, the lexical ranker is the expert: K_PACK, a twelfth.
     packed = fuse(lexical, near, 2, domain_pack=True)
     assert [h.name for h in packed] == ["a", "b"]
-    assert packed[0].score == pytest.approx(0.5 - K_PACK * (SURE - 0.5))
+    assert packed[0].score == pytest.approx(0.5 - K_PACK * (SURE_PACK - 0.5))
     assert K_PACK < K_CORE
+
+
+def test_fuse_keeps_the_lexical_first_within_the_first_few() -> None:
+    # An unsure lexical ranking (top 0.3) whose first the embeddings put last: the cosine's order
+    # wins the top, but the lexical first is lifted back to rank LEXICAL_FIRST_WITHIN (3), taking
+    # the score of the tool it passes there, so the scores still never rise.
+    names = "abcdef"
+    lexical = [SearchHit(n, s) for n, s in zip(names, (0.3, 0.29, 0.28, 0.27, 0.26, 0.25), strict=True)]
+    near = [SearchHit(n, s) for n, s in zip("fedcba", (0.9, 0.8, 0.7, 0.6, 0.5, 0.1), strict=True)]
+    fused = fuse(lexical, near, 6)
+    assert LEXICAL_FIRST_WITHIN == 3
+    assert [h.name for h in fused] == ["f", "e", "a", "d", "c", "b"]
+    assert [h.score for h in fused] == sorted((h.score for h in fused), reverse=True)
+    unlifted = fuse(lexical, near, 6, calibration=replace(CALIBRATION, lexical_first_within=0))
+    assert [h.name for h in unlifted] == ["f", "e", "d", "c", "b", "a"]
+    assert fused[2].score == unlifted[2].score  # a takes d's score there
+    # A larger limit extends a smaller one's list, and a first already high enough stays put.
+    assert [h.name for h in fuse(lexical, near, 3)] == ["f", "e", "a"]
+    assert [h.name for h in fuse(lexical[:1], near, 6)].index("a") < LEXICAL_FIRST_WITHIN
+    assert [h.name for h in fuse(lexical, [], 3)] == ["a", "b", "c"]
+
+
+def test_fuse_may_weigh_the_leads_of_both_firsts() -> None:
+    # Off as calibrated (0: within noise); a refit may turn them on: a clear cosine first (a long
+    # lead in z) gets the embeddings more say, a clear lexical first (a long lead) less.
+    # z: b +1.70, a -0.32 (cosines 0.9, 0.5, 0.45, 0.4).
+    near = [SearchHit("b", 0.9), SearchHit("a", 0.5), SearchHit("c", 0.45), SearchHit("d", 0.4)]
+    assert CALIBRATION.lexical_lead == CALIBRATION.cosine_lead == 0.0
+    lexical = [SearchHit("a", 1.2), SearchHit("b", 0.7)]  # a leads by 0.5
+    assert fuse(lexical, near, 2)[0].name == "b"  # w = 0.6 * 0.8: b 0.7 + 0.82, a 1.2 - 0.15
+    sure_lexical = replace(CALIBRATION, lexical_lead=20.0)  # w at its least, 0.6 * 0.3
+    assert fuse(lexical, near, 2, calibration=sure_lexical)[0].name == "a"
+    lexical = [SearchHit("a", 1.9), SearchHit("b", 1.4)]  # a sure lexical first: w = 0.6 * 0.3
+    assert fuse(lexical, near, 2)[0].name == "a"
+    sure_cosine = replace(CALIBRATION, cosine_lead=1.0)  # w = 0.6 * (0.1 + 2.02)
+    assert fuse(lexical, near, 2, calibration=sure_cosine)[0].name == "b"
 
 
 @pytest.mark.parametrize(("body", "reason"), [

@@ -42,21 +42,22 @@ from tests.discovery.fusion_eval import (
 
 Key = tuple[str, str, str]  # (catalog, set without .yaml, wording)
 
-# Measured 2026-11-27, round 3 (all-MiniLM-L6-v2; the general lexical ranker with bm25_share 0.75
-# of branch h28-core; the fusion of gateway/discovery/fusion.py refitted to it: K_CORE 0.6, SURE
-# 2.0): where the fusion is still below the better of its parts, in queries, at (1, 5). On the
-# tuning sets: the lexical ranker on the agents' wording of Stripe (by: model, 17 first against
-# the fusion's 15, 28 in the top 5 against 26) and on people's wording of Twilio (21 against 19 in
-# the top 5) and Opsgenie (11 against 9 first): without a domain pack the cosine gets a say that
-# wins vikunja's and twilio's agent wordings (vikunja by: model 18 -> 22 first, the cosine's 21)
-# and costs these; no per-query signal measured (lexical top score or margin, the cosine's z or
-# gaps, pseudo-relevance feedback: fusion.py) tells them apart. The measurement-only rows
-# (digitalocean, box, slack, sendgrid, GitHub's blind5) were found by this check, never tuned on.
-# Lower an entry when it shrinks; never raise one to pass.
+# Measured 2026-11-27, fusion round 4 (all-MiniLM-L6-v2; the general lexical ranker with
+# bm25_share 0.75; gateway/discovery/fusion.py's CALIBRATION as refitted by bench/fusion_fit.py:
+# the lexical first kept within the fused top 3, the pack's weight 0.05 falling off from 1.6):
+# where the fusion is still below the better of its parts, in queries, at (1, 5). On the tuning
+# sets: the lexical ranker on the agents' wording of Stripe (by: model, 17 first against the
+# fusion's 15) and on people's wording of Twilio (21 against 20 in the top 5) and Opsgenie (11
+# against 9 first): without a domain pack the cosine gets a say that wins vikunja's and twilio's
+# agent wordings and costs these; no per-query signal measured (lexical top score or lead, the
+# cosine's z or lead, a listwise logistic over them, pseudo-relevance feedback: fusion.py) tells
+# them apart under leave-one-catalog-out cross-validation. Round 4 closed Stripe's @5 gaps (model
+# 2, all 1), one of Twilio's (person) and GitHub dev's. The measurement-only rows (digitalocean,
+# box, slack, sendgrid, GitHub's blind5) were found by this check, never tuned on; round 4 left
+# them as they were. Lower an entry when it shrinks; never raise one to pass.
 GAPS: dict[Key, tuple[int, int]] = {
-    ('stripe', 'stripe-tasks', 'model'): (2, 2),
-    ('stripe', 'stripe-tasks', 'all'): (0, 1),
-    ('twilio', 'twilio-api-tasks', 'person'): (0, 2),
+    ('stripe', 'stripe-tasks', 'model'): (2, 0),
+    ('twilio', 'twilio-api-tasks', 'person'): (0, 1),
     ('opsgenie', 'opsgenie-tasks', 'person'): (2, 0),
     ('digitalocean', 'digitalocean-tasks', 'model'): (1, 0),
     ('box', 'box-tasks', 'model'): (1, 0),
@@ -67,36 +68,39 @@ GAPS: dict[Key, tuple[int, int]] = {
     ('sendgrid', 'sendgrid-tasks', 'all'): (1, 0),
     ('github', 'github-tasks-blind5', 'person'): (0, 1),
     ('github', 'github-tasks-blind5', 'all'): (0, 1),
-    ('github', 'github-tasks-dev', 'all'): (0, 1),
 }
 
-# Fused recall (@1, @5) on the tuning sets, measured 2026-11-27 (round 3) minus 0.02 (rounded down).
+# Fused recall (@1, @5) on the tuning sets, measured 2026-11-27 (fusion round 4) minus 0.02 (rounded
+# down). One is lower than round 3's: Stripe by: person at 5, 0.54 -> 0.51 (one query, "remove the
+# old visa from cus_M3's wallet", whose label was fifth and is pushed out when the lexical first
+# is lifted into the top 3), the trade for Stripe by: model's 26 -> 29 and Twilio by: person's
+# 19 -> 20 at 5.
 FLOORS: dict[Key, tuple[float, float]] = {
-    ('stripe', 'stripe-tasks', 'person'): (0.41, 0.54),
-    ('stripe', 'stripe-tasks', 'model'): (0.48, 0.84),
-    ('stripe', 'stripe-tasks', 'all'): (0.44, 0.69),
-    ('twilio', 'twilio-api-tasks', 'person'): (0.48, 0.61),
+    ('stripe', 'stripe-tasks', 'person'): (0.41, 0.51),
+    ('stripe', 'stripe-tasks', 'model'): (0.48, 0.94),
+    ('stripe', 'stripe-tasks', 'all'): (0.44, 0.73),
+    ('twilio', 'twilio-api-tasks', 'person'): (0.48, 0.64),
     ('twilio', 'twilio-api-tasks', 'model'): (0.61, 0.91),
-    ('twilio', 'twilio-api-tasks', 'all'): (0.54, 0.76),
-    ('opsgenie', 'opsgenie-tasks', 'person'): (0.27, 0.54),
+    ('twilio', 'twilio-api-tasks', 'all'): (0.54, 0.78),
+    ('opsgenie', 'opsgenie-tasks', 'person'): (0.28, 0.54),
     ('opsgenie', 'opsgenie-tasks', 'model'): (0.64, 0.84),
     ('opsgenie', 'opsgenie-tasks', 'all'): (0.46, 0.69),
     ('vikunja', 'vikunja-tasks', 'person'): (0.41, 0.81),
     ('vikunja', 'vikunja-tasks', 'model'): (0.71, 0.94),
     ('vikunja', 'vikunja-tasks', 'all'): (0.56, 0.88),
-    ('github', 'github-tasks-blind', 'all'): (0.77, 0.96),
-    ('github', 'github-tasks-blind2', 'all'): (0.79, 0.97),
+    ('github', 'github-tasks-blind', 'all'): (0.78, 0.96),
+    ('github', 'github-tasks-blind2', 'all'): (0.8, 0.97),
     ('github', 'github-tasks-blind3', 'all'): (0.81, 0.95),
     ('github', 'github-tasks-blind4', 'all'): (0.72, 0.92),
-    ('github', 'github-tasks-dev', 'all'): (0.67, 0.9),
+    ('github', 'github-tasks-dev', 'all'): (0.67, 0.93),
     ('github', 'github-tasks-fresh', 'all'): (0.82, 0.98),
     ('github', 'github-tasks-heldout', 'all'): (0.77, 0.98),
     ('github', 'github-tasks', 'all'): (0.79, 0.98),
 }
 
 # Measurement-only: where the fused or the lexical ranking is below plain BM25, in queries, at
-# (1, 5), measured 2026-11-27 (round 3: the lexical ranker of h28-core, the refitted fusion). Not
-# tuned on; the lexical ranker is another helper's (rank.py).
+# (1, 5), measured 2026-11-27 (round 3: the lexical ranker of h28-core, the refitted fusion;
+# unchanged by fusion round 4). Not tuned on; the lexical ranker is another helper's (rank.py).
 BM25_GAPS: dict[tuple[str, str, str, str], tuple[int, int]] = {
     ('digitalocean', 'digitalocean-tasks', 'person', 'fused'): (3, 0),
     ('digitalocean', 'digitalocean-tasks', 'person', 'lexical'): (6, 2),
