@@ -106,14 +106,14 @@ def served(cal: Calibration) -> Ranking:
 
 def counts(row: Row, ranking: Ranking) -> dict[str, Counts]:
     """Per wording: found at 1 and at 5 by *ranking*, the lexical, the dense and plain BM25 rankings."""
-    hits = [ranking(t)[:LIMIT] for t in row.tasks]
+    lists = [[ranking(t)[:LIMIT] for t in row.tasks], [t.lexical for t in row.tasks],
+             [t.dense for t in row.tasks], [t.bm25 for t in row.tasks]]
     out: dict[str, Counts] = {}
     for wording, idx in _wordings(row.tasks).items():
         c: list[int] = []
-        for pick in (lambda i: hits[i], lambda i: row.tasks[i].lexical, lambda i: row.tasks[i].dense,
-                     lambda i: row.tasks[i].bm25):
-            c += [sum(bool(pick(i)) and pick(i)[0] in row.tasks[i].want for i in idx),
-                  sum(bool(row.tasks[i].want & set(pick(i))) for i in idx)]
+        for top in lists:
+            c += [sum(bool(top[i]) and top[i][0] in row.tasks[i].want for i in idx),
+                  sum(bool(row.tasks[i].want & set(top[i])) for i in idx)]
         out[wording] = (c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7])
     return out
 
