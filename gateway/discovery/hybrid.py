@@ -78,7 +78,8 @@ class Encoder(Protocol):
 
 
 def tool_text(doc: ToolDoc) -> str:
-    """What is embedded for a tool: its name in words, title, description, tags, path, parameters."""
+    """What is embedded for a tool: its name in words, title, description, tags, path, parameters
+    (the inputs measured instead, none better for the fusion: docs/discovery.md, "What is embedded")."""
     parts = (words_text(doc.name[len(doc.prefix):]), doc.title, doc.description, doc.tags, doc.path,
              f"parameters: {doc.param_names}" if doc.param_names else "")
     return "\n".join(p for p in parts if p)[:_TEXT_CHARS]

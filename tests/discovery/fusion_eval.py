@@ -46,8 +46,9 @@ VECTORS = DATA / "vectors"
 CANDIDATES = 50
 LIMIT = 5
 REGENERATE = ("regenerate: PYTHONPATH=$PWD .venv/bin/python bench/discovery_vectors.py dump && "
-              "HF_HUB_OFFLINE=1 /work/st-venv/bin/python bench/discovery_vectors.py embed "
-              "(all-MiniLM-L6-v2 through sentence-transformers)")
+              "PYTHONPATH=$PWD .venv/bin/python bench/discovery_vectors.py embed --local "
+              "(all-MiniLM-L6-v2 through the gateway's numpy encoder; `embed` without --local in a "
+              "sentence-transformers venv gives the same vectors to 1e-7)")
 MODEL = "all-MiniLM-L6-v2"
 
 

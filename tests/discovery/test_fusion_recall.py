@@ -21,14 +21,19 @@ Asserted, per catalog, set and wording (``by: person``, ``by: model``, and all):
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from tests.discovery import fusion_eval
 from tests.discovery.fusion_eval import (
     LIMIT,
+    REPO,
     StaleVectors,
     Task,
     Vectors,
@@ -186,3 +191,25 @@ def test_a_changed_tool_text_is_reported_stale_with_how_to_regenerate() -> None:
         vectors.check("cat", {"a": "new text"}, ["q"])
     with pytest.raises(StaleVectors, match=r"1 query\(ies\) without a vector"):
         vectors.check("cat", {"a": "old text"}, ["q", "another"])
+
+
+def test_embed_local_writes_what_the_evaluation_loads_and_the_committed_vectors_agree(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `bench/discovery_vectors.py embed --local` embeds with the gateway's numpy encoder (no
+    # sentence-transformers venv); the committed vectors were made by sentence-transformers: the
+    # same query text gives the same vector up to float16 rounding (a step of 1.2e-4 at most; rows
+    # are renormalised when loaded, hence twice that).
+    spec = importlib.util.spec_from_file_location("bench_discovery_vectors", REPO / "bench" / "discovery_vectors.py")
+    assert spec is not None and spec.loader is not None
+    bench_vectors = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_vectors)
+    committed = Vectors.load("vikunja")
+    queries = list(committed.queries)[:3]
+    texts = tmp_path / "texts.json"
+    texts.write_text(json.dumps({"vikunja": {"tools": {"vikunja_a": "delete a task"}, "queries": queries}}))
+    bench_vectors.embed(texts, tmp_path, local=True)
+    monkeypatch.setattr(fusion_eval, "VECTORS", tmp_path)
+    made = Vectors.load("vikunja")
+    made.check("vikunja", {"vikunja_a": "delete a task"}, queries)
+    for q in queries:
+        assert float(np.abs(made.queries[q] - committed.queries[q]).max()) <= 2.5e-4
