@@ -69,7 +69,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from gateway.discovery import SearchIndex  # noqa: E402
-from gateway.discovery.hybrid import CANDIDATES, Semantic, fuse, tool_text  # noqa: E402
+from gateway.discovery.hybrid import CANDIDATES, Semantic, fuse, tool_texts  # noqa: E402
 from gateway.discovery.index import SearchHit, ToolDoc  # noqa: E402
 from gateway.discovery.local_model import LocalEncoder  # noqa: E402
 from gateway.discovery.tools import CALL_TOOL, DEFAULT_LIMIT, FIND_TOOLS, MAX_LIMIT, find_result  # noqa: E402
@@ -281,7 +281,7 @@ def semantic_child(copies: int, cache_dir: Path, catalog: str = "github") -> dic
     load_wall, load_cpu = time.perf_counter() - t0, time.process_time() - c0
     rss_model = _rss_mb()
     t0, c0 = time.perf_counter(), time.process_time()
-    embedded, _, stall = asyncio.run(_sync_probed(semantic, prints, lambda name: tool_text(docs[name])))
+    embedded, _, stall = asyncio.run(_sync_probed(semantic, prints, lambda name: tool_texts(docs[name])))
     semantic.rank(np.zeros(384, dtype=np.float32), prints, 1, None)  # compiles the matrix searched
     build_wall, build_cpu = time.perf_counter() - t0, time.process_time() - c0
     gc.collect()
@@ -296,7 +296,7 @@ def semantic_child(copies: int, cache_dir: Path, catalog: str = "github") -> dic
         index.sync(part)
         now = dict(index.fingerprints)
         c0 = time.process_time()
-        asyncio.run(semantic.sync(now, lambda name: tool_text(docs[name])))
+        asyncio.run(semantic.sync(now, lambda name: tool_texts(docs[name])))
         semantic.rank(np.zeros(384, dtype=np.float32), now, 1, None)
         incremental += time.process_time() - c0
     encoder.shutdown()
@@ -330,7 +330,7 @@ def semantic_latency(index: SearchIndex, docs: dict[str, ToolDoc], tools: dict[s
     back-fill, result), the query vector encoded each time (an LRU miss: the worst case)."""
     semantic, encoder = _semantic(index, docs, cache_dir)
     prints = dict(index.fingerprints)
-    asyncio.run(semantic.sync(prints, lambda name: tool_text(docs[name])))
+    asyncio.run(semantic.sync(prints, lambda name: tool_texts(docs[name])))
     model = encoder.load()
     n, limit, pack = min(max(DEFAULT_LIMIT, CANDIDATES), MAX_LIMIT), DEFAULT_LIMIT, bool(index.lexicon.packs)
     stages: dict[str, list[float]] = {k: [] for k in ("encode", "lexical", "dense", "fuse", "rest", "cached", "whole")}

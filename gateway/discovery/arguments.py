@@ -117,21 +117,29 @@ class Arguments:
     words: list[str] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)  # value kinds found, in order (see HINTS)
     prefixes: list[str] = field(default_factory=list)  # type prefixes of typed ids ("cus" of "cus_P2x9")
+    # Where the values are: (start, end, kind) in ``text``, the query as read (the embedding's
+    # query text takes them out: hybrid.query_text). A "name" is an identifier named by its noun.
+    spans: list[tuple[int, int, str]] = field(default_factory=list)
+    text: str = ""
 
 
 _NO_TABLES = SenseTables()
 
 
-def tokens(query: str, ordinary: Callable[[str], bool], tables: SenseTables = _NO_TABLES) -> Arguments:
+def tokens(query: str, ordinary: Callable[[str], bool], tables: SenseTables = _NO_TABLES, *,
+           raw: bool = False) -> Arguments:
     """The words of *query* and the kinds of its values. *ordinary* says whether a word is one of
     the vocabulary's (a stop word or a map key): ``ci/cd`` and ``read/write`` are words, not an
     owner/name. *tables* are the enabled packs' words: more nouns that name things
     (``named``/``named_after``), nouns with their own "#N" (``numbered``; without one, "#N" is a
-    ticket's number) and reserved variable prefixes read as words."""
+    ticket's number) and reserved variable prefixes read as words. *raw*: read the query as typed
+    (no "is" for a contracted "'s", no possessive dropped), so that the values' ``spans`` index it."""
     out = Arguments()
     naming, naming_after = _NAMED | tables.named, _NAMED_AFTER | tables.named_after
-    query = _POSSESSIVE.sub("", _IS.sub(r"\1 is", query))  # "the repo's CI": the repo, CI (no word "s")
-    query = _NOT.sub(lambda m: f"{_NOT_BASE.get(m.group(1).lower(), m.group(1))} t", query)
+    if not raw:
+        query = _POSSESSIVE.sub("", _IS.sub(r"\1 is", query))  # "the repo's CI": the repo, CI (no word "s")
+        query = _NOT.sub(lambda m: f"{_NOT_BASE.get(m.group(1).lower(), m.group(1))} t", query)
+    out.text = query
     pos = 0
     for m in _TOKEN.finditer(query):
         out.words.extend(split_words(query[pos:m.start()]))
@@ -162,6 +170,7 @@ def tokens(query: str, ordinary: Callable[[str], bool], tables: SenseTables = _N
             # elsewhere an identifier-like token is words ("self-hosted", "re-run").
             following = split_words(query[pos:pos + 40])[:1]
             if (out.words and out.words[-1] in naming) or (following and following[0] in naming_after):
+                out.spans.append((m.start(), m.end(), "name"))
                 continue  # "the needs-review label": the label's name (not "a self-hosted runner")
             if not _FILE.search(text):
                 out.words.extend(split_words(text))
@@ -183,11 +192,13 @@ def tokens(query: str, ordinary: Callable[[str], bool], tables: SenseTables = _N
         elif kind == "quoted":
             # "approve it with the comment 'LGTM'", "an issue with the title 'flaky test'": the
             # words between "with the" and a quoted value name the argument, not what is asked.
+            out.spans.append((m.start(), m.end(), "quoted"))
             named = _ARGUMENT_NAME.search(query[:m.start()])
             if named:
                 del out.words[len(out.words) - len(split_words(named.group(1))):]
             continue
         out.kinds.append(kind)
+        out.spans.append((m.start(), m.end(), kind))
     out.words.extend(split_words(query[pos:]))
     return out
 

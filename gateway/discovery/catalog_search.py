@@ -79,12 +79,16 @@ class CatalogSearch:
         semantic, prints, docs = self.semantic, self.prints, self._docs
         if semantic is None:
             return 0
-        from gateway.discovery.hybrid import tool_text  # numpy & co. only load where embeddings are set
-        return await semantic.sync(prints, lambda name: tool_text(docs[name][1]))
+        from gateway.discovery.hybrid import tool_texts  # numpy & co. only load where embeddings are set
+        return await semantic.sync(prints, lambda name: tool_texts(docs[name][1]))
 
     async def query_vector(self, query: str) -> Matrix | None:
-        """The vector of *query* for :meth:`find`, or None (no embeddings, or they failed: lexical)."""
-        return None if self.semantic is None else await self.semantic.query(query)
+        """The vector of *query* for :meth:`find`, or None (no embeddings, or they failed: lexical).
+        What is embedded is :func:`~gateway.discovery.hybrid.query_text` (the values taken out)."""
+        if self.semantic is None:
+            return None
+        from gateway.discovery.hybrid import query_text
+        return await self.semantic.query(query_text(query, self.index.lexicon))
 
     def find(self, query: str, limit: int = DEFAULT_LIMIT, visible: Callable[[str], bool] | None = None,
              vector: Matrix | None = None) -> dict[str, Any]:

@@ -7,7 +7,10 @@ rules for when the encoder is not to be relied on. :func:`fuse` merges the two r
 
 Contract:
 
-* :meth:`Semantic.sync` embeds, in batches of ``batch``, the tools whose fingerprint has no vector
+* What is embedded: two views of each tool (:func:`tool_texts`; its cosine is the better view's)
+  and the query without its argument values (:func:`query_text`), for the local model and an
+  embeddings URL alike (``docs/discovery.md``, "What is embedded").
+* :meth:`Semantic.sync` embeds, in batches of ``batch`` texts, the tools whose fingerprint has no vector
   (only changed and new tools: unchanged ones keep theirs). One sync runs at a time; a failed batch
   stops it, keeps the vectors already made, and the next sync waits ``cooldown_s``.
 * :meth:`Semantic.query` returns the query's vector, or None: then the caller ranks lexically alone
@@ -38,13 +41,16 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import html
 import logging
 import os
+import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, cast
 
+from gateway.discovery.arguments import tokens
 from gateway.discovery.embeddings import EmbeddingsClient, EmbeddingsError, Matrix
 from gateway.discovery.fusion import fuse
 from gateway.discovery.index import SearchHit, ToolDoc
@@ -53,9 +59,10 @@ from gateway.discovery.words import words_text
 from gateway.telemetry import metrics
 
 if TYPE_CHECKING:
+    from gateway.discovery.lexicon import Lexicon
     from gateway.endpoints.config import EmbeddingsConfig, LocalModelConfig
 
-__all__ = ["Semantic", "Encoder", "fuse", "tool_text", "CANDIDATES"]
+__all__ = ["Semantic", "Encoder", "fuse", "tool_text", "tool_summary", "tool_texts", "query_text", "CANDIDATES"]
 
 log = logging.getLogger("gateway.discovery.hybrid")
 
@@ -78,10 +85,61 @@ class Encoder(Protocol):
 
 
 def tool_text(doc: ToolDoc) -> str:
-    """What is embedded for a tool: its name in words, title, description, tags, path, parameters."""
+    """A tool's full view: its name in words, title, description, tags, path, parameters."""
     parts = (words_text(doc.name[len(doc.prefix):]), doc.title, doc.description, doc.tags, doc.path,
              f"parameters: {doc.param_names}" if doc.param_names else "")
     return "\n".join(p for p in parts if p)[:_TEXT_CHARS]
+
+
+_TAG = re.compile(r"<[^>]+>")
+_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_LINK = re.compile(r"https?://\S+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])|\n")
+
+
+def _plain(text: str) -> str:
+    """*text* without markup: a Markdown link's text, no HTML tags or entities, URLs or backticks."""
+    text = _LINK.sub(" ", html.unescape(_TAG.sub(" ", _MD_LINK.sub(r"\1", text)))).replace("`", "")
+    return re.sub(r"[ \t]+", " ", re.sub(r"\n\s*\n+", "\n", text)).strip()
+
+
+def tool_summary(doc: ToolDoc) -> str:
+    """A tool's short view: its name in words, title and the description's first sentence (without
+    markup, and without the title when the description starts with it)."""
+    title, description = _plain(doc.title), _plain(doc.description)
+    if title and description.lower().startswith(title.lower()):
+        description = description[len(title):].strip(" \n.:")
+    first = next((p for p in _SENTENCE_END.split(description) if p.strip()), "")
+    return "\n".join(p for p in (words_text(doc.name[len(doc.prefix):]), title, first) if p)[:_TEXT_CHARS]
+
+
+def tool_texts(doc: ToolDoc) -> tuple[str, str]:
+    """What is embedded for a tool: two views, :func:`tool_text` (everything) and
+    :func:`tool_summary` (what it is); a query's cosine to the tool is the better of the two. The
+    full view's parameters, path and long description dilute a short request; the short view alone
+    misses what only the description says (measured: docs/discovery.md, "What is embedded")."""
+    return tool_text(doc), tool_summary(doc)
+
+
+def query_text(query: str, lexicon: Lexicon) -> str:
+    """What is embedded for a ``find_tools`` query: the query as typed with its argument values
+    taken out (the spans :func:`~gateway.discovery.arguments.tokens` reads as values: ids, numbers
+    naming one item, quoted text, paths, repositories, versions, ...), except typed ids such as
+    ``cus_P2x9`` (their prefix says what they are). "close issue 42 in acme/api" is embedded as
+    "close issue in": the values say nothing of which operation is asked. The same text goes to
+    the local model and to an embeddings URL; a query that is values only is embedded as typed."""
+    args = tokens(query, lexicon.ordinary, lexicon.tables, raw=True)
+    text, out, pos = args.text, [], 0
+    for start, end, kind in sorted(set(args.spans)):
+        if start < pos or (kind == "one" and "_" in text[start:end]):
+            continue
+        if start > 0 and text[start - 1] == "+":  # "+15551234567": the number's sign
+            start -= 1
+        out += [text[pos:start], " "]
+        pos = end
+    out.append(text[pos:])
+    kept = re.sub(r"\s+", " ", re.sub(r"\s+([,.?!])", r"\1", "".join(out))).strip()
+    return kept or " ".join(query.split())
 
 
 class Semantic:
@@ -168,9 +226,10 @@ class Semantic:
         return (not self.no_key and not self.broken and self.complete_for is not prints and not self._syncing
                 and self._clock() >= self._sync_after)
 
-    async def sync(self, prints: Mapping[str, str], texts: Callable[[str], str]) -> int:
+    async def sync(self, prints: Mapping[str, str], texts: Callable[[str], str | Sequence[str]]) -> int:
         """Embed the tools of *prints* (name → fingerprint) that have no vector; *texts* gives a
-        name's text. Returns how many were embedded (0 when another sync runs or it cools down)."""
+        name's text, or its views (:func:`tool_texts`: one vector each, sent in the same request).
+        Returns how many were embedded (0 when another sync runs or it cools down)."""
         # Batches may go while the breaker is closed or cooled down, but take no probe from the
         # queries: only an answered query closes the breaker.
         if not self.pending(prints) or (self._failures >= _FAILURES_TO_OPEN and self._clock() < self._open_until):
@@ -181,15 +240,24 @@ class Semantic:
         try:
             by_print = {fp: name for name, fp in prints.items()}
             todo = self.store.missing(by_print)
-            for start in range(0, len(todo), self.config.batch):
-                batch = todo[start:start + self.config.batch]
+            views = 1
+            if todo:
+                first = texts(by_print[todo[0]])
+                views = 1 if isinstance(first, str) else len(first)
+            step = max(1, self.config.batch // views)  # at most ``batch`` texts a request
+            for start in range(0, len(todo), step):
+                batch = todo[start:start + step]
+                sent: list[str] = []
+                for fp in batch:
+                    text = texts(by_print[fp])
+                    sent += [text] if isinstance(text, str) else list(text)
                 try:
-                    rows = await self.client.embed([texts(by_print[fp]) for fp in batch], "index", self.store.dim)
+                    rows = await self.client.embed(sent, "index", self.store.dim)
                 except EmbeddingsError as exc:
                     self._failed("index", exc)
                     self._sync_after = self._clock() + self.config.cooldown_s
                     return done
-                self.store.put(batch, rows)
+                self.store.put(batch, rows if views == 1 else rows.reshape(len(batch), views, -1))
                 done += len(batch)
             self.complete_for = prints
             return done

@@ -4,14 +4,16 @@ Contract:
 
 * :meth:`VectorStore.put` adds normalised rows by fingerprint (a :class:`~gateway.discovery.index.ToolDoc`
   fingerprint: a tool whose text did not change keeps its vector, a changed one needs a new one).
-  Every vector has the store's one dimension (that of the first rows put).
+  Every vector has the store's one dimension (that of the first rows put). A tool may have several
+  vectors, one per view of it (rows of shape (n, views, dimension): ``hybrid.tool_texts``); then its
+  cosine is the best of its views'. Every tool has the store's one number of views.
 * :meth:`VectorStore.nearest` ranks the tools of ``prints`` (public name → fingerprint: the catalog
   now) that have a vector by cosine to the query, applying ``visible`` before the top *n* are
   taken, so a tool the caller may not see never takes a slot and is never returned. Tools without
   a vector (not embedded yet) are simply absent: the lexical ranking still has them.
 * The matrix searched is compiled once per (``prints`` object, store version): vectors of tools no
-  longer in ``prints`` are dropped then, so memory follows the catalog (4 bytes × dimension per tool:
-  ~37 MB for 6,000 tools at 1,536 dimensions, held once: the kept vectors become views of it).
+  longer in ``prints`` are dropped then, so memory follows the catalog (4 bytes × dimension per tool and view:
+  ~37 MB a view for 6,000 tools at 1,536 dimensions, held once: the kept vectors become views of it).
 * Like the index, not thread-safe: used from the event loop only.
 """
 
@@ -32,6 +34,7 @@ class VectorStore:
     def __init__(self) -> None:
         self._vectors: dict[str, Matrix] = {}  # fingerprint → row
         self.dim: int | None = None
+        self.views: int | None = None
         self.version = 0
         self._for: tuple[object, int] | None = None
         self._names: list[str] = []
@@ -50,10 +53,13 @@ class VectorStore:
     def put(self, prints: Sequence[str], rows: Matrix) -> None:
         if len(prints) != rows.shape[0]:
             raise ValueError("one row per fingerprint")
+        views = 1 if rows.ndim == 2 else int(rows.shape[1])
         if self.dim is None:
-            self.dim = int(rows.shape[1])
-        elif rows.shape[1] != self.dim:
-            raise ValueError(f"vectors of {rows.shape[1]} dimensions in a store of {self.dim}")
+            self.dim, self.views = int(rows.shape[-1]), views
+        elif rows.shape[-1] != self.dim:
+            raise ValueError(f"vectors of {rows.shape[-1]} dimensions in a store of {self.dim}")
+        elif views != self.views:
+            raise ValueError(f"{views} view(s) per tool in a store of {self.views}")
         for fingerprint, row in zip(prints, rows, strict=True):
             self._vectors[fingerprint] = row
         self.version += 1
@@ -68,7 +74,8 @@ class VectorStore:
             # Keep only the catalog's vectors, as views of the one matrix (no second copy).
             self._vectors = {prints[n]: matrix[i] for i, n in enumerate(names)}
         else:
-            matrix = np.zeros((0, self.dim or 0), dtype=np.float32)
+            matrix = np.zeros((0, self.dim or 0) if (self.views or 1) == 1 else (0, self.views or 0, self.dim or 0),
+                              dtype=np.float32)
             self._vectors = {}
         self._names, self._matrix, self._for = names, matrix, key
 
@@ -76,11 +83,14 @@ class VectorStore:
                 visible: Callable[[str], bool] | None = None, min_similarity: float = -1.0) -> list[SearchHit]:
         """The best *n* tools of *prints* for the normalised *query*, by cosine, best first."""
         self._compile(prints)
-        if not self._names or query.shape[-1] != self._matrix.shape[1]:
+        if not self._names or query.shape[-1] != self._matrix.shape[-1]:
             return []
         # einsum, not ``@``: a matrix-vector product through BLAS spreads over threads that spin
         # on a busy machine (3-6× the CPU for the same answer); einsum's loop is one core's SIMD.
-        sims = np.einsum("ij,j->i", self._matrix, query.reshape(-1))
+        if self._matrix.ndim == 2:
+            sims = np.einsum("ij,j->i", self._matrix, query.reshape(-1))
+        else:  # several views of each tool: the best
+            sims = np.einsum("ivj,j->iv", self._matrix, query.reshape(-1)).max(axis=1)
         total = len(self._names)
         # Usually the best few are visible: sort a partition first, everything only if needed.
         want = min(total, max(4 * n, 64))

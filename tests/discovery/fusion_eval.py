@@ -15,10 +15,11 @@ packs, so tool names and texts are those served. Per labelled task it records:
 * the inputs of the fusion (the lexical top 50 without fill and the dense top 50, with scores),
   so another fusion can be replayed on them without the gateway (:func:`replay`).
 
-Vectors are keyed by served tool name and a hash of the exact text embedded
-(:func:`gateway.discovery.hybrid.tool_text`); a tool whose text changed since they were made is
-*stale* (:class:`StaleVectors`), and the message says how to regenerate them. Queries are keyed by
-their text.
+Vectors are keyed by served tool name and a hash of the exact texts embedded (its views,
+:func:`gateway.discovery.hybrid.tool_texts`: one vector each); a tool whose text changed since they
+were made is *stale* (:class:`StaleVectors`), and the message says how to regenerate them. Queries
+are keyed by their text; what was embedded for one (:func:`gateway.discovery.hybrid.query_text`) is
+kept with it, and a query whose embedded text changed is stale too.
 
 Measurement-only sets (``box``, ``digitalocean``, ``slack``, ``sendgrid``, GitHub's ``blind5``)
 are evaluated like the others, but callers must only ever report aggregates for them.
@@ -30,7 +31,7 @@ import hashlib
 import importlib.util
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -46,8 +47,9 @@ VECTORS = DATA / "vectors"
 CANDIDATES = 50
 LIMIT = 5
 REGENERATE = ("regenerate: PYTHONPATH=$PWD .venv/bin/python bench/discovery_vectors.py dump && "
-              "HF_HUB_OFFLINE=1 /work/st-venv/bin/python bench/discovery_vectors.py embed "
-              "(all-MiniLM-L6-v2 through sentence-transformers)")
+              "PYTHONPATH=$PWD .venv/bin/python bench/discovery_vectors.py embed --local "
+              "(all-MiniLM-L6-v2 through the gateway's numpy encoder; `embed` without --local in a "
+              "sentence-transformers venv gives the same vectors to 1e-7)")
 MODEL = "all-MiniLM-L6-v2"
 
 
@@ -79,6 +81,11 @@ def measurement_only(catalog: Any, tasks_file: str) -> bool:
     return bool(catalog.measurement_only) and (catalog.name != "github" or "blind5" in tasks_file)
 
 
+def views_hash(views: str | Sequence[str]) -> str:
+    """The hash of what is embedded for a tool: its text, or its views (joined by NUL)."""
+    return text_hash(views if isinstance(views, str) else "\0".join(views))
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -91,9 +98,10 @@ class StaleVectors(AssertionError):
 class Vectors:
     """One catalog's committed vectors (float16 on disk, float32 here, rows normalised)."""
 
-    tools: dict[str, np.ndarray[Any, Any]]  # served name → vector
-    hashes: dict[str, str]  # served name → text hash when embedded
+    tools: dict[str, np.ndarray[Any, Any]]  # served name → vector, or one per view (views × dimension)
+    hashes: dict[str, str]  # served name → hash of the text (views) embedded (views_hash)
     queries: dict[str, np.ndarray[Any, Any]]  # query text → vector
+    query_texts: dict[str, str] = field(default_factory=dict)  # query → what was embedded (else itself)
 
     @classmethod
     def load(cls, name: str) -> Vectors:
@@ -104,13 +112,17 @@ class Vectors:
             tool_rows = _normalised(z["tool_vectors"])
             query_rows = _normalised(z["query_vectors"])
             names, hashes, queries = list(z["tool_names"]), list(z["tool_hashes"]), list(z["queries"])
+            embedded = list(z["query_texts"]) if "query_texts" in z.files else queries
         return cls({n: tool_rows[i] for i, n in enumerate(names)}, dict(zip(names, hashes, strict=True)),
-                   {q: query_rows[i] for i, q in enumerate(queries)})
+                   {q: query_rows[i] for i, q in enumerate(queries)}, dict(zip(queries, embedded, strict=True)))
 
-    def check(self, name: str, texts: dict[str, str], queries: Sequence[str]) -> None:
-        """Raise :class:`StaleVectors` unless every served tool and query has a current vector."""
-        changed = [n for n, t in texts.items() if self.hashes.get(n) != text_hash(t)]
-        missing_q = [q for q in queries if q not in self.queries]
+    def check(self, name: str, texts: Mapping[str, str | Sequence[str]],
+              queries: Sequence[str] | Mapping[str, str]) -> None:
+        """Raise :class:`StaleVectors` unless every served tool (*texts*: name → text or views) and
+        query (or query → the text embedded for it) has a current vector."""
+        changed = [n for n, t in texts.items() if self.hashes.get(n) != views_hash(t)]
+        embedded = queries if isinstance(queries, Mapping) else {q: q for q in queries}
+        missing_q = [q for q, e in embedded.items() if q not in self.queries or self.query_texts.get(q, q) != e]
         if changed or missing_q:
             raise StaleVectors(f"{name}: {len(changed)} tool text(s) changed or new since the vectors were made "
                                f"(e.g. {changed[:3]}), {len(missing_q)} query(ies) without a vector; {REGENERATE}")
@@ -118,7 +130,7 @@ class Vectors:
 
 def _normalised(rows: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     out = rows.astype(np.float32)
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    norms = np.linalg.norm(out, axis=-1, keepdims=True)
     return out / np.where(norms == 0, 1, norms)
 
 
@@ -190,9 +202,10 @@ def _host(gw: Any, name: str) -> Any:
 
 
 async def served_texts(cats: Sequence[Any] | None = None) -> dict[str, dict[str, Any]]:
-    """Per catalog: the served tools' ``tool_text`` and every labelled query (for embedding)."""
+    """Per catalog: the served tools' views (``tool_texts``), every labelled query and what is
+    embedded for it (``query_texts``, :func:`~gateway.discovery.hybrid.query_text`)."""
     from gateway.discovery.catalog_search import CatalogSearch
-    from gateway.discovery.hybrid import tool_text
+    from gateway.discovery.hybrid import query_text, tool_texts
     from tests.support import running_gateway
 
     cats = list(cats or catalogs())
@@ -202,16 +215,17 @@ async def served_texts(cats: Sequence[Any] | None = None) -> dict[str, dict[str,
             for cat in cats:
                 search = CatalogSearch(_host(gw, cat.name).view, packs=cat.packs)
                 search.refresh()
-                texts = {name: tool_text(doc) for name, (_, doc) in search._docs.items()}
-                queries = [t["query"] for f in task_files(cat) for t in bench().load_set(cat, f)[1]]
-                out[cat.name] = {"tools": texts, "queries": list(dict.fromkeys(queries))}
+                texts = {name: list(tool_texts(doc)) for name, (_, doc) in search._docs.items()}
+                queries = list(dict.fromkeys(t["query"] for f in task_files(cat) for t in bench().load_set(cat, f)[1]))
+                out[cat.name] = {"tools": texts, "queries": queries,
+                                 "query_texts": [query_text(q, search.index.lexicon) for q in queries]}
     return out
 
 
 async def evaluate(cats: Sequence[Any] | None = None) -> list[Evaluated]:
     """Every labelled set of *cats* (default: all), ranked four ways (see the module doc)."""
     from gateway.discovery.catalog_search import CatalogSearch
-    from gateway.discovery.hybrid import Semantic, tool_text
+    from gateway.discovery.hybrid import Semantic, query_text, tool_texts
     from gateway.endpoints.config import EmbeddingsConfig
     from tests.support import running_gateway
 
@@ -227,11 +241,12 @@ async def evaluate(cats: Sequence[Any] | None = None) -> list[Evaluated]:
                                     cat.name)
                 search = CatalogSearch(view, semantic=semantic, packs=cat.packs)
                 search.refresh()
-                texts = {name: tool_text(doc) for name, (_, doc) in search._docs.items()}
+                texts = {name: tool_texts(doc) for name, (_, doc) in search._docs.items()}
                 files = task_files(cat)
                 sets = {f: b.load_set(cat, f)[1] for f in files}
                 vectors = Vectors.load(cat.name)
-                vectors.check(cat.name, texts, [t["query"] for ts in sets.values() for t in ts])
+                vectors.check(cat.name, texts, {t["query"]: query_text(t["query"], search.index.lexicon)
+                                                for ts in sets.values() for t in ts})
                 names = list(search.prints)
                 semantic.store.put([search.prints[n] for n in names], np.stack([vectors.tools[n] for n in names]))
                 semantic.complete_for = search.prints
@@ -257,4 +272,4 @@ async def evaluate(cats: Sequence[Any] | None = None) -> list[Evaluated]:
 
 
 __all__ = ["Evaluated", "Task", "Vectors", "StaleVectors", "evaluate", "served_texts", "recall", "wordings",
-           "replay", "catalogs", "task_files", "measurement_only", "text_hash"]
+           "replay", "catalogs", "task_files", "measurement_only", "text_hash", "views_hash"]

@@ -45,6 +45,6 @@ def test_bench_semantic_stages_on_a_small_catalog(tmp_path: Path) -> None:
     assert sum(stages["whole"]) >= sum(stages["encode"]) > 0
     semantic, encoder = module._semantic(index, docs, tmp_path)
     prints = dict(index.fingerprints)
-    embedded, _, _ = asyncio.run(module._sync_probed(semantic, prints, lambda n: module.tool_text(docs[n])))
+    embedded, _, _ = asyncio.run(module._sync_probed(semantic, prints, lambda n: module.tool_texts(docs[n])))
     encoder.shutdown()
-    assert embedded == len(docs) and encoder.cached == len(docs)
+    assert embedded == len(docs) and encoder.cached == 2 * len(docs)  # two views a tool (hybrid.tool_texts)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,7 +17,16 @@ from prometheus_client import generate_latest
 from connectors.base import ToolSpec
 from gateway.discovery.catalog_search import CatalogSearch
 from gateway.discovery.embeddings import EmbeddingsClient, EmbeddingsError
-from gateway.discovery.fusion import ABSENT_GAP, K_CORE, K_PACK, SURE, W_MIN
+from gateway.discovery.fusion import (
+    ABSENT_GAP,
+    CALIBRATION,
+    K_CORE,
+    K_PACK,
+    LEXICAL_FIRST_WITHIN,
+    SURE,
+    SURE_PACK,
+    W_MIN,
+)
 from gateway.discovery.hybrid import Semantic, fuse
 from gateway.discovery.index import SearchHit
 from gateway.endpoints.config import EmbeddingsConfig
@@ -115,8 +125,9 @@ async def test_visibility_applies_before_both_rankings(stub: EmbeddingsStub) -> 
 
 
 async def test_only_new_and_changed_tools_are_embedded_in_batches(stub: EmbeddingsStub) -> None:
-    search, conn = await _search(stub.url, "hyb-sync", batch=2)
-    assert stub.requests == 3 and len(stub.inputs) == len(TOOLS)  # 5 tools, 2 a batch
+    search, conn = await _search(stub.url, "hyb-sync", batch=4)
+    # 5 tools, two views each (hybrid.tool_texts), 4 texts a batch: 2 tools a request.
+    assert stub.requests == 3 and len(stub.inputs) == 2 * len(TOOLS)
     assert any(text.startswith("widget delete\nDelete a widget.") for text in stub.inputs)
     stub.reset()
     search.catalog.rebuild()  # same tools: nothing to embed
@@ -129,7 +140,7 @@ async def test_only_new_and_changed_tools_are_embedded_in_batches(stub: Embeddin
     search.catalog.rebuild()
     search.refresh()
     assert await search.embed() == 2
-    assert stub.requests == 1 and sorted(t.split("\n")[0] for t in stub.inputs) == ["bake", "pid"]
+    assert stub.requests == 1 and sorted(t.split("\n")[0] for t in stub.inputs) == ["bake", "bake", "pid", "pid"]
     assert search.semantic is not None
     vector = await search.query_vector("grocery meal")
     assert _names(search.find("grocery meal", 1, vector=vector)) == ["bake"]  # order_food is gone
@@ -227,7 +238,7 @@ async def test_sync_failure_keeps_vectors_and_waits(stub: EmbeddingsStub) -> Non
 async def test_no_query_is_sent_while_the_index_is_being_built(stub: EmbeddingsStub) -> None:
     # A server embedding the catalog answers a query only after the batches before it: during a
     # first build every find_tools waited its full timeout_s. Batches are held at the stub's gate.
-    semantic = Semantic(_config(stub.url, batch=2, timeout_s=2.0), "hyb-ready", env={})
+    semantic = Semantic(_config(stub.url, batch=4, timeout_s=2.0), "hyb-ready", env={})  # 2 tools' views a batch
     _OPEN.append(semantic)
     search = CatalogSearch(_catalog((Described("kit", TOOLS), "")), semantic)
     search.refresh()
@@ -330,11 +341,47 @@ def test_fuse_trusts_a_lexical_ranking_read_with_a_domain_pack_more() -> None:
     lexical, near = [SearchHit("a", 0.5), SearchHit("b", 0.2)], [SearchHit("b", 0.9), SearchHit("a", 0.2)]
     # Read by the general core alone, the embeddings decide (w = K_CORE * 1.7: b 0.2 + w, a 0.5 - w) ...
     assert [h.name for h in fuse(lexical, near, 2)] == ["b", "a"]
-    # ... read with an operator's domain pack, the lexical ranker is the expert: K_PACK, a tenth.
+    # ... read with an operator's domain pack, the lexical ranker is the expert: K_PACK, a twelfth.
     packed = fuse(lexical, near, 2, domain_pack=True)
     assert [h.name for h in packed] == ["a", "b"]
-    assert packed[0].score == pytest.approx(0.5 - K_PACK * (SURE - 0.5))
+    assert packed[0].score == pytest.approx(0.5 - K_PACK * (SURE_PACK - 0.5))
     assert K_PACK < K_CORE
+
+
+def test_fuse_keeps_the_lexical_first_within_the_first_few() -> None:
+    # An unsure lexical ranking (top 0.3) whose first the embeddings put last: the cosine's order
+    # wins the top, but the lexical first is lifted back to rank LEXICAL_FIRST_WITHIN (3), taking
+    # the score of the tool it passes there, so the scores still never rise.
+    names = "abcdef"
+    lexical = [SearchHit(n, s) for n, s in zip(names, (0.3, 0.29, 0.28, 0.27, 0.26, 0.25), strict=True)]
+    near = [SearchHit(n, s) for n, s in zip("fedcba", (0.9, 0.8, 0.7, 0.6, 0.5, 0.1), strict=True)]
+    fused = fuse(lexical, near, 6)
+    assert LEXICAL_FIRST_WITHIN == 3
+    assert [h.name for h in fused] == ["f", "e", "a", "d", "c", "b"]
+    assert [h.score for h in fused] == sorted((h.score for h in fused), reverse=True)
+    unlifted = fuse(lexical, near, 6, calibration=replace(CALIBRATION, lexical_first_within=0))
+    assert [h.name for h in unlifted] == ["f", "e", "d", "c", "b", "a"]
+    assert fused[2].score == unlifted[2].score  # a takes d's score there
+    # A larger limit extends a smaller one's list, and a first already high enough stays put.
+    assert [h.name for h in fuse(lexical, near, 3)] == ["f", "e", "a"]
+    assert [h.name for h in fuse(lexical[:1], near, 6)].index("a") < LEXICAL_FIRST_WITHIN
+    assert [h.name for h in fuse(lexical, [], 3)] == ["a", "b", "c"]
+
+
+def test_fuse_may_weigh_the_leads_of_both_firsts() -> None:
+    # Off as calibrated (0: within noise); a refit may turn them on: a clear cosine first (a long
+    # lead in z) gets the embeddings more say, a clear lexical first (a long lead) less.
+    # z: b +1.70, a -0.32 (cosines 0.9, 0.5, 0.45, 0.4).
+    near = [SearchHit("b", 0.9), SearchHit("a", 0.5), SearchHit("c", 0.45), SearchHit("d", 0.4)]
+    assert CALIBRATION.lexical_lead == CALIBRATION.cosine_lead == 0.0
+    lexical = [SearchHit("a", 1.2), SearchHit("b", 0.7)]  # a leads by 0.5
+    assert fuse(lexical, near, 2)[0].name == "b"  # w = 0.6 * 0.8: b 0.7 + 0.82, a 1.2 - 0.15
+    sure_lexical = replace(CALIBRATION, lexical_lead=20.0)  # w at its least, 0.6 * 0.3
+    assert fuse(lexical, near, 2, calibration=sure_lexical)[0].name == "a"
+    lexical = [SearchHit("a", 1.9), SearchHit("b", 1.4)]  # a sure lexical first: w = 0.6 * 0.3
+    assert fuse(lexical, near, 2)[0].name == "a"
+    sure_cosine = replace(CALIBRATION, cosine_lead=1.0)  # w = 0.6 * (0.1 + 2.02)
+    assert fuse(lexical, near, 2, calibration=sure_cosine)[0].name == "b"
 
 
 @pytest.mark.parametrize(("body", "reason"), [
@@ -418,3 +465,64 @@ async def test_idle_returns_only_once_a_sync_under_way_has_stored_its_vectors() 
     await asyncio.wait_for(waiter, 10)
     assert len(semantic.store) == 2
     await semantic.idle()  # no sync: at once
+
+
+def test_a_tool_is_embedded_as_two_views_and_ranked_by_the_better() -> None:
+    import numpy as np
+
+    from gateway.discovery.hybrid import tool_summary, tool_text, tool_texts
+    from gateway.discovery.index import doc_from_tool
+    from gateway.discovery.vectors import VectorStore
+    doc = doc_from_tool({"name": "crm_close_ticket", "title": "Close ticket",
+                         "description": "Close ticket. Closes a <b>ticket</b> by its id. See "
+                                        "[the guide](https://x.example/guide) for `states`.",
+                         "inputSchema": {"type": "object", "properties": {"ticket_id": {"type": "string"}}}},
+                        prefix="crm_")
+    full, short = tool_texts(doc)
+    assert full == tool_text(doc) and full.endswith("parameters: ticket id")
+    # The short view: name in words, title, the description's first sentence without the title or markup.
+    assert short == tool_summary(doc) == "close ticket\nClose ticket\nCloses a ticket by its id."
+    store = VectorStore()
+    # Tool a: its full view faces the query, its short view away; tool b: both half way.
+    store.put(["fa", "fb"], np.array([[[1.0, 0.0], [0.0, 1.0]], [[0.8, 0.6], [0.8, 0.6]]], dtype=np.float32))
+    prints = {"a": "fa", "b": "fb"}
+    hits = store.nearest(np.array([0.0, 1.0], dtype=np.float32), prints, 2)
+    assert [(h.name, round(h.score, 3)) for h in hits] == [("a", 1.0), ("b", 0.6)]
+    assert store.views == 2
+    with pytest.raises(ValueError):
+        store.put(["fc"], np.ones((1, 2), dtype=np.float32))  # one number of views per store
+
+
+async def test_sync_sends_every_view_of_a_tool_within_the_batch() -> None:
+    import numpy as np
+
+    from gateway.endpoints.config import LocalModelConfig
+
+    sent: list[list[str]] = []
+
+    class Recording:
+        async def embed(self, texts: list[str], purpose: str, dim: int | None) -> Any:
+            sent.append(texts)
+            return np.tile(np.array([[1.0, 0.0]], dtype=np.float32), (len(texts), 1))
+
+        async def close(self) -> None:
+            return None
+
+    semantic = Semantic(LocalModelConfig(batch=4), "views-test", encoder=Recording())
+    prints = {n: f"f{n}" for n in "abcde"}
+    assert await semantic.sync(prints, lambda name: (f"{name} full", f"{name} short")) == 5
+    assert sent == [["a full", "a short", "b full", "b short"], ["c full", "c short", "d full", "d short"],
+                    ["e full", "e short"]]
+    assert semantic.store.views == 2 and len(semantic.store) == 5
+
+
+def test_the_query_is_embedded_without_its_values() -> None:
+    from gateway.discovery.hybrid import query_text
+    from gateway.discovery.packs import lexicon
+    core = lexicon(())
+    assert query_text("close issue 42 in acme/api", core) == "close issue in"
+    assert query_text("rename the label 'needs review' to 'triage'", core) == "rename the label to"
+    # A typed id keeps its prefix's meaning: kept; an opaque id goes.
+    assert query_text("cancel sub_1Oa9 for customer CA9f2c1e0a7b", core) == "cancel sub_1Oa9 for customer"
+    assert query_text("what's the last 30 days' usage", core) == "what's the last 30 days' usage"  # a count
+    assert query_text("acme/api", core) == "acme/api"  # values only: as typed

@@ -22,5 +22,6 @@ async def test_hybrid_bench_measures_both_modes_at_a_small_size() -> None:
         out = await module.measure(1, url, 32, 1, ["list open pull requests", "star a repository"])
     finally:
         await stub.stop()
-    assert out["tools"] == out["embedded"] == 1223 and out["requests"] == 5
+    # 1,223 tools, two views each (hybrid.tool_texts), 256 texts a request: 10 requests.
+    assert out["tools"] == out["embedded"] == 1223 and out["requests"] == 10
     assert all(out[mode][0] > 0 for mode in ("lexical", "cached", "fetched"))
