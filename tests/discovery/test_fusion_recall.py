@@ -101,8 +101,8 @@ FLOORS: dict[Key, tuple[float, float]] = {
 }
 
 # Measurement-only: where the fused or the lexical ranking is below plain BM25, in queries, at
-# (1, 5), measured 2026-11-27 (round 5: the lexical ranker of h28-core, round 5's inputs and
-# fusion). Not tuned on; the lexical ranker is another helper's (rank.py).
+# (1, 5), measured 2026-11-27 (the general core's lexical ranker, fusion round 5's inputs and
+# constants). Not tuned on: these counts are only ever read, never fitted to.
 BM25_GAPS: dict[tuple[str, str, str, str], tuple[int, int]] = {
     ('digitalocean', 'digitalocean-tasks', 'person', 'fused'): (2, 0),
     ('digitalocean', 'digitalocean-tasks', 'person', 'lexical'): (6, 2),
