@@ -266,7 +266,10 @@ class HeadIndex:
                     found |= sets[0].intersection(*sets[1:])
             for name in found:
                 score[name] = score.get(name, 0.0) + weight
-        return sorted(score, key=lambda n: (-score[n], n))
+        # Best score first, equal scores by name: a stable sort by score after one by name.
+        names = sorted(score)
+        names.sort(key=score.__getitem__, reverse=True)
+        return names
 
 
 def rerank(pool: Sequence[tuple[str, float]], query: Query, profiles: dict[str, Profile],
