@@ -131,9 +131,11 @@ Contract of :func:`fuse`:
 from __future__ import annotations
 
 import heapq
+import math
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from statistics import fmean, pstdev
+from statistics import fmean
 
 from gateway.discovery.index import SearchHit
 
@@ -218,7 +220,41 @@ def _z_scores(cos: dict[str, float]) -> dict[str, float]:
     """Each cosine in standard deviations from the list's mean (all 0 when they do not vary)."""
     if not cos:
         return {}
-    mean, spread = fmean(cos.values()), pstdev(cos.values())
+    values = list(cos.values())
+    mean, spread = fmean(values), _pstdev(values)
     if spread <= 1e-9:  # one tool, or all alike: nothing to tell them apart by
         return dict.fromkeys(cos, 0.0)
     return {name: (c - mean) / spread for name, c in cos.items()}
+
+
+def _pstdev(values: list[float]) -> float:
+    """``statistics.pstdev(values)`` (finite floats), the same float: the exact population variance
+    in integers over one power-of-two denominator, its square root correctly rounded; without the
+    Fractions that cost statistics ~0.1 ms for 50 cosines."""
+    ratios = [v.as_integer_ratio() for v in values]  # each n / 2**k
+    scale = max(d for _, d in ratios)
+    ints = [n * (scale // d) for n, d in ratios]
+    count = len(ints)
+    total = sum(ints)
+    # Σ(x - mean)² / count = (count·Σx² - (Σx)²) / (count² · scale²), exactly.
+    num = count * sum(i * i for i in ints) - total * total
+    den = count * count * scale * scale
+    return _sqrt_of_frac(num, den)
+
+
+_SQRT_BITS = 2 * sys.float_info.mant_dig + 3
+
+
+def _sqrt_of_frac(n: int, m: int) -> float:
+    """The square root of n/m (n >= 0, m > 0) as a float, correctly rounded (round-to-odd on an
+    integer square root with enough extra bits, then one rounding: as ``statistics`` does)."""
+    q = (n.bit_length() - m.bit_length() - _SQRT_BITS) // 2
+    if q >= 0:
+        return (_isqrt_rto(n, m << 2 * q) << q) / 1
+    return _isqrt_rto(n << -2 * q, m) / (1 << -q)
+
+
+def _isqrt_rto(n: int, m: int) -> int:
+    """The integer square root of n/m, rounded to odd."""
+    a = math.isqrt(n // m)
+    return a | (a * a * m != n)

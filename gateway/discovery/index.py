@@ -43,11 +43,15 @@ _PARAM_DESC_CHARS = 120
 _CANDIDATES = 60  # BM25 candidates re-ranked by concept coverage (gateway/discovery/rank.py)
 _NAME_CANDIDATES = 10  # best matches on name and title alone, added to the pool when missing
 _DF_CACHE = 4096
+_OPTIMIZE_AFTER = 64  # rows written or deleted by a sync after which the FTS5 index is merged into one
 
 # Column order of the FTS table and their BM25 weights: a word in the name says more than one in
 # the description.
 _COLUMNS = ("name", "title", "tags", "path", "description", "params")
 _WEIGHTS = (6.0, 4.0, 2.0, 1.5, 1.0, 0.5)
+# The best rows by BM25 over the weighted columns, ties by rowid (FTS5 scans in rowid order).
+_BEST = (f"SELECT rowid, bm25(tools, {', '.join(str(w) for w in _WEIGHTS)}) AS s FROM tools WHERE tools MATCH ? "
+         "ORDER BY s, rowid")
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _LEGACY = re.compile(r"\b(deprecated|legacy)\b", re.IGNORECASE)
 
@@ -186,6 +190,12 @@ class SearchIndex:
                 if doc.name in self._rowids:
                     self._delete(doc.name)
                 self._insert(doc)
+        if len(gone) + len(changed) >= _OPTIMIZE_AFTER:
+            # One b-tree of doclists instead of the dozens of segments a build leaves: every query
+            # reads each phrase from one place (~0.2 ms less per query at 6,000 tools; ~16 ms once).
+            # Small syncs leave their few rows to FTS5's own merging.
+            with self._db:
+                self._db.execute("INSERT INTO tools(tools) VALUES('optimize')")
         if gone or changed:
             self._dfs.clear()
             self._len = len(self._rowids)
@@ -242,10 +252,7 @@ class SearchIndex:
         common = self._len // 2
         expr = " OR ".join(_quote(p) for p in phrases if self._df(p) <= common) or \
             " OR ".join(_quote(p) for p in phrases)
-        weights = ", ".join(str(w) for w in _WEIGHTS)
-        cur = self._db.execute(
-            f"SELECT rowid, bm25(tools, {weights}) AS s FROM tools WHERE tools MATCH ? ORDER BY s", (expr,))
-        pool = self._take(cur, max(_CANDIDATES, limit), visible, {})
+        pool = self._best(expr, max(_CANDIDATES, limit), visible, {})
         # Tools whose name or title says what was asked can rank below long descriptions that
         # repeat the words ("render markdown" under every comment tool that mentions Markdown):
         # the best of them by name and title alone join the pool at its lowest BM25 score.
@@ -270,12 +277,10 @@ class SearchIndex:
         terms = {*(p for c in parsed.concepts for p in c.phrases), *split_words(query)}
         more: list[tuple[str, float]] = []
         if terms:
-            weights = ", ".join(str(w) for w in _WEIGHTS)
-            cur = self._db.execute(f"SELECT rowid, bm25(tools, {weights}) AS s FROM tools WHERE tools MATCH ? "
-                                   "ORDER BY s", (" OR ".join(_quote(t) for t in sorted(terms)),))
             # As many as the ranked pool takes, whatever is missing: a larger limit extends the
             # list of a smaller one instead of re-ordering it.
-            more = rerank(self._take(cur, max(_CANDIDATES, need), visible, seen), parsed, self._profiles,
+            best = self._best(" OR ".join(_quote(t) for t in sorted(terms)), max(_CANDIDATES, need), visible, seen)
+            more = rerank(best, parsed, self._profiles,
                           self._df, self._len, self.lexicon.bm25_share)[:need]
         out = [SearchHit(name, score) for name, score in more]
         if fill and len(out) < need:
@@ -290,17 +295,34 @@ class SearchIndex:
             out[i] = SearchHit(hit.name, floor)
         return out
 
-    def _take(self, cur: sqlite3.Cursor, want: int, visible: Callable[[str], bool] | None,
+    def _best(self, expr: str, want: int, visible: Callable[[str], bool] | None,
               skip: dict[str, float]) -> list[tuple[str, float]]:
-        """The first *want* visible rows of *cur* not in *skip*, as (name, BM25; higher is better)."""
+        """The best *want* tools by BM25 for the FTS5 *expr* that are visible and not in *skip*, as
+        (name, BM25; higher is better), best first; equal scores by rowid (the order FTS5 scans in).
+
+        SQLite keeps only the first rows a LIMIT asks for while it sorts (a top-n heap instead of
+        sorting every match: ~2,000 rows for a query's phrases at 6,000 tools); when hidden or
+        skipped tools leave the first rows short, it asks again for all of them."""
+        limit = want + len(skip) + (0 if visible is None else want)
+        rows = self._db.execute(_BEST + " LIMIT ?", (expr, limit)).fetchall()
+        out = self._take(rows, want, visible, skip)
+        if len(out) < want and len(rows) >= limit:
+            cur = self._db.execute(_BEST, (expr,))
+            out = self._take(cur, want, visible, skip)
+            cur.close()
+        return out
+
+    def _take(self, rows: Iterable[tuple[int, float]], want: int, visible: Callable[[str], bool] | None,
+              skip: dict[str, float]) -> list[tuple[str, float]]:
+        """The first *want* visible rows of *rows* not in *skip*, as (name, BM25; higher is better)."""
         out: list[tuple[str, float]] = []
-        for rowid, score in cur:
-            name = self._names[rowid]
+        names = self._names
+        for rowid, score in rows:
+            name = names[rowid]
             if name not in skip and (visible is None or visible(name)):
                 out.append((name, -score))
                 if len(out) >= want:
                     break
-        cur.close()
         return out
 
     def _df(self, phrase: str) -> int:
