@@ -193,7 +193,11 @@ def fuse(lexical: Sequence[SearchHit], semantic: Sequence[SearchHit], limit: int
     z = _z_scores(cos)
     best = max(lex.values(), default=0.0)
     k, sure = (c.k_pack, c.sure_pack) if domain_pack else (c.k_core, c.sure_core)
-    unsure = sure - best - c.lexical_lead * _lead(lex.values()) + c.cosine_lead * _lead(z.values())
+    unsure = sure - best
+    if c.lexical_lead:  # 0 as calibrated: the leads are computed only when a refit weighs them
+        unsure -= c.lexical_lead * _lead(lex.values())
+    if c.cosine_lead:
+        unsure += c.cosine_lead * _lead(z.values())
     w = weight * k * min(c.w_max, max(c.w_min, unsure))
     lex_absent = min(lex.values(), default=0.0) - c.absent_gap
     z_absent = min(z.values(), default=0.0)

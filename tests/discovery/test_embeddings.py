@@ -458,7 +458,8 @@ async def test_idle_returns_only_once_a_sync_under_way_has_stored_its_vectors() 
     sync = asyncio.create_task(semantic.sync({"a": "fa", "b": "fb"}, lambda name: name))
     await asyncio.sleep(0)  # the sync has begun and waits in embed()
     waiter = asyncio.create_task(semantic.idle())
-    await asyncio.sleep(0.01)
+    for _ in range(10):  # loop turns, not time: an idle() that did not wait would be done by now
+        await asyncio.sleep(0)
     assert not waiter.done() and len(semantic.store) == 0
     release.set()
     assert await sync == 2
