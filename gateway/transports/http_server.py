@@ -15,11 +15,13 @@ landed in the logs). :func:`start_server` serves an app with these limits, read 
   lines, is answered ``431``; a request line over 8190 bytes ``414``; any other request that does
   not parse ``400``. Nothing of such a request is logged: a debug line names the limit and the peer.
 * ``max_connections``: at the cap a new connection evicts the oldest idle one (one waiting for a
-  request: half-open, slowloris, idle keep-alive; those that never completed a request first), so a
-  flood of idle sockets cannot lock out a new client or a probe. When every connection is busy
-  serving a request, :data:`PROBE_RESERVE` more are accepted for probes only (``/healthz``,
-  ``/readyz`` and ``/metrics`` answer on them, the MCP endpoints answer 503), and past those a new
-  connection gets ``503`` naming the limit and is closed.
+  request with nothing of it received: half-open, slowloris, idle keep-alive; those that never
+  completed a request first), so a flood of idle sockets cannot lock out a new client or a probe.
+  When every connection is busy serving a request, :data:`PROBE_RESERVE` more are accepted for
+  probes only (``/healthz``, ``/readyz`` and ``/metrics`` answer on them, the MCP endpoints answer
+  503), and past those a new connection gets ``503`` naming the limit and is closed. Eviction takes
+  a full connection before a probe-only one, so the reserve a moment of saturation filled does not
+  pass its probe-only class on to the clients that come after it.
 
 Stopping (``runner.cleanup()``, after the gateway's drain) waits at most :data:`CLOSE_WAIT_S` for
 each connection's handler, then cancels it. The drain (``shutdown_grace_s``, ``drain_linger_s``)
@@ -41,7 +43,9 @@ sets ``_lingering_time``. aiohttp is pinned by ``constraints.txt``, and
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
+import termios
 import time
 from collections.abc import Callable
 from typing import Any, cast
@@ -57,7 +61,7 @@ from gateway.protocol import jsonrpc
 from gateway.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST
 from gateway.telemetry import metrics
 
-__all__ = ["start_server", "GatewayServer", "AccessLogger", "PROBE_RESERVE", "CLOSE_WAIT_S", "EVICTION_GRACE_S", "probe_only", "skip_lingering",
+__all__ = ["start_server", "GatewayServer", "AccessLogger", "PROBE_RESERVE", "CLOSE_WAIT_S", "probe_only", "skip_lingering",
            "raise_fd_limit"]
 
 log = logging.getLogger("gateway.http")
@@ -67,9 +71,6 @@ PROBE_RESERVE = 16
 # How long stopping waits for a connection's handler once the drain is over (a response on its way
 # out); whatever is still running then is cut (see the module's docstring).
 CLOSE_WAIT_S = 0.1
-# A connection that has sent nothing yet is not evicted this young when older idle ones or the
-# probe reserve can make room: its request is on its way (clients send it right after connecting).
-EVICTION_GRACE_S = 0.1
 # aiohttp's request-line limit. It must differ from the header-field limit: aiohttp raises the
 # same LineTooLong for both, and the limit it names tells a long URL (414) from a long header (431).
 _MAX_LINE = 8190
@@ -81,6 +82,7 @@ _WARN_EVERY_S = 10.0
 LISTEN_BACKLOG = 2048
 
 _OK, _PROBE, _REFUSE = 0, 1, 2
+_GONE = object()
 
 Limits = Callable[[], HttpConfig]
 
@@ -100,7 +102,7 @@ def _refusal(max_connections: int) -> bytes:
 class _Handler(RequestHandler):
     """aiohttp's request handler plus admission, a head timer and quiet parse errors."""
 
-    __slots__ = ("_gw", "_header_timeout", "_head_timer", "_refused", "_answered", "admitted_at", "probe_only")
+    __slots__ = ("_gw", "_header_timeout", "_head_timer", "_refused", "_answered", "probe_only")
 
     def __init__(self, manager: GatewayServer, header_timeout: float, **kwargs: Any) -> None:
         super().__init__(manager, **kwargs)
@@ -109,12 +111,10 @@ class _Handler(RequestHandler):
         self._head_timer: asyncio.TimerHandle | None = None
         self._refused = False
         self._answered = False
-        self.admitted_at = 0.0
         self.probe_only = False
 
     # -- admission and the head timer -----------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.admitted_at = self._loop.time()
         verdict = self._gw.admit(self)
         if verdict == _REFUSE:
             self._refused = True
@@ -184,6 +184,20 @@ class _Handler(RequestHandler):
         """Close as soon as the response is out, without draining the request's unread body."""
         self._lingering_time = 0.0
 
+    @property
+    def receiving(self) -> bool:
+        """Whether bytes wait in this connection's socket that the loop has not read yet: a request
+        is arriving, whatever the connection's age (after a stall the loop accepts and reads a
+        backlog in bursts)."""
+        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
+        if sock is None:
+            return False
+        try:
+            waiting = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
+        except OSError:
+            return False
+        return int.from_bytes(waiting, "little") > 0
+
     def _peer(self) -> str:
         peer = self.peername
         return str(peer[0]) if isinstance(peer, tuple) else str(peer)
@@ -227,6 +241,7 @@ class GatewayServer(web.Server):
         # Admitted connections, oldest first: those that have not carried a request yet, and the rest.
         self._fresh: dict[_Handler, None] = {}
         self._served: dict[_Handler, None] = {}
+        self._probe_only: dict[_Handler, None] = {}  # the admitted ones in the probe reserve, oldest first
         self._refusal: tuple[int, bytes] = (0, b"")
         self._warned = 0.0
 
@@ -241,35 +256,47 @@ class GatewayServer(web.Server):
     def open_connections(self) -> int:
         return len(self._fresh) + len(self._served)
 
+    @property
+    def probe_only_connections(self) -> int:
+        return len(self._probe_only)
+
     def admit(self, handler: _Handler) -> int:
         limit = self._limits().max_connections
         count = self.open_connections
-        if count < limit:
+        if count - len(self._probe_only) < limit and count < limit + PROBE_RESERVE:
             self._fresh[handler] = None
             return _OK
-        # At the cap, room comes first from an idle connection past its grace, then from the probe
-        # reserve, then from any idle connection (a flood faster than the cap per grace period). A
-        # newcomer takes the class of the connection it replaces: at most max_connections serve MCP.
-        evicted = self._evict_one(EVICTION_GRACE_S)
-        if evicted is None and count >= limit + PROBE_RESERVE:
-            evicted = self._evict_one(0.0)
+        # At the cap, room comes first from an idle full connection (the newcomer takes its place),
+        # then from the probe reserve, then from an idle probe-only connection (whose class the
+        # newcomer takes): at most max_connections serve MCP.
+        evicted = self._evict_one(probe_only_too=False)
         if evicted is not None:
-            verdict = _PROBE if evicted.probe_only else _OK
+            verdict = _OK
         elif count < limit + PROBE_RESERVE:
             verdict = _PROBE
         else:
-            verdict = _REFUSE
+            evicted = self._evict_one(probe_only_too=True)
+            verdict = _PROBE if evicted is not None else _REFUSE
         self._warn(limit, {_OK: "closing the oldest idle connections", _PROBE: "admitting probes only",
                            _REFUSE: "every connection is busy: refusing new ones"}[verdict])
         if verdict == _REFUSE:
             metrics.HTTP_REFUSED.labels("max_connections").inc()
             return _REFUSE
         self._fresh[handler] = None
+        if verdict == _PROBE:
+            self._probe_only[handler] = None
         return verdict
 
     def release(self, handler: _Handler) -> None:
-        self._fresh.pop(handler, None)
-        self._served.pop(handler, None)
+        """A connection closed. If it held a full place (and was not evicted: its newcomer took that
+        place), the oldest probe-only connection gets it: the probe reserve holds connections only
+        while every full place is taken."""
+        held = self._fresh.pop(handler, _GONE) is not _GONE or self._served.pop(handler, _GONE) is not _GONE
+        if self._probe_only.pop(handler, _GONE) is not _GONE or not held or not self._probe_only:
+            return
+        promoted = next(iter(self._probe_only))
+        del self._probe_only[promoted]
+        promoted.probe_only = False
 
     def refusal(self) -> bytes:
         limit = self._limits().max_connections
@@ -277,36 +304,43 @@ class GatewayServer(web.Server):
             self._refusal = (limit, _refusal(limit))
         return self._refusal[1]
 
-    def _evict_one(self, grace_s: float) -> _Handler | None:
-        """Close the oldest idle connection: one that never carried a request and is older than
-        ``grace_s`` (a client's first request follows its connection at once), else one idle
-        between requests. Busy ones met on the way go to the back of their queue."""
-        fresh, served = self._fresh, self._served
-        victim: _Handler | None = None
-        moved = []
-        now = self._loop.time()
-        for handler in fresh:  # oldest first; a connection that never carried a request is idle
-            if handler.served:
-                moved.append(handler)
-            else:
-                if now - handler.admitted_at >= grace_s:
-                    victim = handler
-                break  # the ones after it are younger
-        for handler in moved:
-            del fresh[handler]
-            served[handler] = None
-        if victim is not None:
-            del fresh[victim]
-        else:
-            for _ in range(len(served)):
-                handler = next(iter(served))
-                del served[handler]
-                if handler.idle:
-                    victim = handler
-                    break
-                served[handler] = None
+    def _evict_one(self, *, probe_only_too: bool) -> _Handler | None:
+        """Close the oldest idle connection and return it: one that never carried a request first,
+        then one idle between requests. A connection whose request bytes wait in its socket is not
+        idle (the loop may lag its reads under load: the accept-time age of a connection says
+        nothing then). Full connections go first; a probe-only one only if ``probe_only_too`` and
+        no full one is idle. Connections met on the way that carried a request move to the served
+        queue, busy served ones to its back."""
+        victim = self._oldest_idle(self._fresh, probe_only_too, fresh=True)
+        if victim is None:
+            victim = self._oldest_idle(self._served, probe_only_too, fresh=False)
         if victim is not None:
             victim.evict()
+        return victim
+
+    def _oldest_idle(self, queue: dict[_Handler, None], probe_only_too: bool, *, fresh: bool) -> _Handler | None:
+        """The oldest idle connection of ``queue`` (full before probe-only), taken out of it."""
+        victim: _Handler | None = None
+        fallback: _Handler | None = None
+        to_move = []  # fresh queue: those that carried a request; served queue: busy ones
+        for handler in queue:  # oldest first
+            if handler.served if fresh else not handler.idle:
+                to_move.append(handler)
+            elif handler.receiving:
+                continue
+            elif not handler.probe_only:
+                victim = handler
+                break
+            elif fallback is None:
+                fallback = handler
+        if victim is None and probe_only_too:
+            victim = fallback
+        for handler in to_move:
+            del queue[handler]
+            self._served[handler] = None  # to the served queue, or to its back
+        if victim is not None:
+            del queue[victim]
+            self._probe_only.pop(victim, None)
         return victim
 
     def _warn(self, limit: int, what: str) -> None:

@@ -17,13 +17,13 @@ import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import aiohttp
 from aiohttp import web
 
 from gateway.config import HttpConfig
-from gateway.transports.http_server import PROBE_RESERVE, start_server
+from gateway.transports.http_server import PROBE_RESERVE, GatewayServer, probe_only, start_server
 from tests.e2e.rawhttp import ACCEPT
 from tests.support import GatewayProcess, gateway_process
 
@@ -98,6 +98,7 @@ def _cut(sock: socket.socket) -> bool:
 
 async def test_thousands_of_half_open_connections_stay_under_the_cap() -> None:
     cap, flood, rate = 500, 4000, 2000
+    sockets: list[socket.socket] = []
     async with gateway_process(_config(f"{{max_connections: {cap}}}")) as gw, aiohttp.ClientSession() as http:
         pid = gw.proc.pid
         before = _fds(pid)
@@ -119,9 +120,7 @@ async def test_thousands_of_half_open_connections_stay_under_the_cap() -> None:
                 # after all of them, its answer means the gateway has seen the whole flood).
                 status, body, session_id = await _initialize(http, gw.url)
                 assert status == 200 and "result" in body and session_id
-        finally:
             sampler.cancel()
-        try:
             assert len(probe.samples) >= 10 and probe.worst < 0.1, _slowest(probe)
             # The gateway never held more than the cap (and its probe reserve) of the flood.
             assert peak - before <= cap + PROBE_RESERVE + 8, f"{peak - before} descriptors over the baseline"
@@ -131,7 +130,8 @@ async def test_thousands_of_half_open_connections_stay_under_the_cap() -> None:
             assert await _refused_total(http, gw.url, "idle_evicted") >= flood - cap - PROBE_RESERVE
             assert opened_s < 2 * flood / rate, f"the flood took {opened_s:.1f} s"
         finally:
-            for sock in sockets:
+            sampler.cancel()
+            for sock in sockets:  # whatever failed: a leak would fail the next test with 4,000 warnings
                 sock.close()
 
 
@@ -291,6 +291,105 @@ async def test_past_the_probe_reserve_a_connection_gets_503_naming_the_limit() -
             assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200")
             writer.close()
     finally:
+        await runner.cleanup()
+
+
+async def _serve_who(cap: int) -> tuple[web.AppRunner, str, asyncio.Event]:
+    """The server alone: ``/who`` answers ``probe`` or ``full`` (the class of the connection it came
+    on), ``/block`` waits for the returned event."""
+    release = asyncio.Event()
+
+    async def who(request: web.Request) -> web.Response:
+        return web.Response(text="probe" if probe_only(request) else "full")
+
+    async def block(request: web.Request) -> web.Response:
+        await release.wait()
+        return web.Response(text="done")
+
+    app = web.Application()
+    app.router.add_get("/who", who)
+    app.router.add_get("/block", block)
+    runner = await start_server(app, lambda: HttpConfig(max_connections=cap), "127.0.0.1", 0, shutdown_timeout=1)
+    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}", release
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    async with asyncio.timeout(10):
+        while not condition():
+            await asyncio.sleep(0.005)
+
+
+async def _ask_who(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
+    writer.write(b"GET /who HTTP/1.1\r\nHost: x\r\n\r\n")
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+    return (await reader.readexactly(length)).decode()
+
+
+async def test_the_probe_reserve_a_busy_moment_filled_does_not_outlast_it() -> None:
+    """CI saw a real client answered 503 after a flood: the reserve filled while every place was
+    taken, and its probe-only class passed to each newcomer that evicted one of its sockets. Now the
+    reserve holds connections only while every full place is taken: a freed place goes to the
+    oldest probe-only connection, and eviction takes full connections' idle sockets first."""
+    cap = 3
+    runner, url, release = await _serve_who(cap)
+    server = cast(GatewayServer, runner.server)
+    busy: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    try:
+        for _ in range(cap):
+            reader, writer = await open_raw(url)
+            writer.write(b"GET /block HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            busy.append((reader, writer))
+        for _ in range(4):  # every place is busy: these four are probe-only
+            idle.append(await open_raw(url))
+        await _until(lambda: server.open_connections == cap + 4)
+        release.set()
+        for reader, _ in busy:  # the busy ones finish and close: their places are free
+            assert (await reader.read()).startswith(b"HTTP/1.1 200")
+        await _until(lambda: server.open_connections == 4)
+        # The three oldest of the reserve took the freed places; the youngest is still probe-only.
+        assert [await _ask_who(*pair) for pair in idle] == ["full", "full", "full", "probe"]
+        # A newcomer at the cap evicts an idle full connection and takes its class, not the probe's.
+        newcomer = await open_raw(url)
+        idle.append(newcomer)
+        assert await _ask_who(*newcomer) == "full"
+        assert server.open_connections <= cap + PROBE_RESERVE
+    finally:
+        for _, writer in busy + idle:
+            writer.close()
+        await runner.cleanup()
+
+
+async def test_after_a_stall_the_burst_of_idle_sockets_evicts_itself_not_the_client() -> None:
+    """The loop stalls (here: the test blocks it) while a client connects and sends its request and
+    idle sockets pile up behind it; the loop then accepts them all at once, so every one looks just
+    as young. A connection whose bytes wait in its socket is not idle: the idle ones evict each
+    other, the client is served on a full place and the probe reserve stays empty."""
+    cap = 2
+    runner, url, _ = await _serve_who(cap)
+    server = cast(GatewayServer, runner.server)
+    port = port_of(url)
+    held: list[socket.socket] = []
+    try:
+        for _ in range(cap):
+            held.append(socket.create_connection(("127.0.0.1", port)))
+        await _until(lambda: server.open_connections == cap)
+        # The loop is blocked from here to the next await: the kernel completes these connections.
+        client = socket.create_connection(("127.0.0.1", port))
+        held.append(client)
+        client.sendall(b"GET /who HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        for _ in range(3):
+            held.append(socket.create_connection(("127.0.0.1", port)))
+        client.setblocking(False)
+        reader, writer = await asyncio.open_connection(sock=client)
+        answer = await reader.read()
+        writer.close()
+        assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"full"), answer
+        assert server.open_connections <= cap and not server.probe_only_connections
+    finally:
+        for sock in held:
+            sock.close()
         await runner.cleanup()
 
 
