@@ -86,7 +86,7 @@ class VectorStore:
             source = [-1 if fp in fresh else rows[fp] for fp in wanted]
             if not self._in_place(source, wanted):
                 self._rebuild(source, wanted)
-            self._rows = {fp: i for i, fp in enumerate(wanted)}
+            self._rows = dict(zip(wanted, range(len(wanted)), strict=True))
         else:
             self._buffer = np.zeros((0, self.dim or 0) if (self.views or 1) == 1 else (0, self.views or 0, self.dim or 0),
                                     dtype=np.float32)
@@ -100,29 +100,21 @@ class VectorStore:
         n, buffer = len(source), self._buffer
         if not len(buffer) or n > len(buffer) or n < len(buffer) // 2:
             return False
-        last = -1
-        for i, row in enumerate(source):
-            if row >= 0:
-                if row <= last or row < i:
-                    return False
-                last = row
-        # Runs of kept rows with one shift each: one memmove a run (a forward copy is safe: every
-        # row still to be read lies below the rows written so far).
-        stride = buffer.strides[0]
-        base = buffer.ctypes.data
-        i = 0
-        while i < n:
-            row = source[i]
-            if row < 0:
-                buffer[i] = self._fresh[wanted[i]]
-                i += 1
-                continue
-            j = i + 1
-            while j < n and source[j] == row + (j - i):
-                j += 1
-            if row != i:
-                ctypes.memmove(base + i * stride, base + row * stride, (j - i) * stride)
-            i = j
+        at = np.array(source, dtype=np.int64)
+        pos = np.flatnonzero(at >= 0)
+        rows = at[pos]
+        if len(rows) and (bool(np.any(rows < pos)) or bool(np.any(rows[1:] <= rows[:-1]))):
+            return False
+        # Runs of kept rows with one shift each, top first: one memmove a run. A forward copy is
+        # safe: every row a later run reads lies below the rows written so far. Then the new rows,
+        # whose places no run reads any more.
+        stride, base = buffer.strides[0], buffer.ctypes.data
+        starts = [0, *(np.flatnonzero((np.diff(pos) != 1) | (np.diff(rows) != 1)) + 1).tolist(), len(pos)]
+        for a, b in zip(starts, starts[1:], strict=False):
+            if b > a and rows[a] != pos[a]:
+                ctypes.memmove(base + int(pos[a]) * stride, base + int(rows[a]) * stride, (b - a) * stride)
+        for i in np.flatnonzero(at < 0).tolist():
+            buffer[i] = self._fresh[wanted[i]]
         self._matrix = buffer[:n]
         return True
 
