@@ -30,7 +30,13 @@ def split_words(text: str) -> list[str]:
     """The words of *text*, lower-cased, with identifiers split at case changes and punctuation."""
     out: list[str] = []
     for chunk in _NON_WORD.split(text):
-        if chunk:
+        if not chunk:
+            continue
+        if chunk.islower() or chunk.isdigit():
+            # No capital: no camel boundary (each needs one) and nothing to lower-case. Most of a
+            # description's words; the regex per word was most of indexing a tool's stems.
+            out.append(chunk)
+        else:
             out.extend(w.lower() for w in _CAMEL.split(chunk) if w)
     return out
 
