@@ -79,6 +79,17 @@ Tried and left out (round 4, same protocol):
   whose two firsts differ the fusion's first is right on 74, the choice's on 53-68 held out.
 * keeping the cosine's first within the top 3 too: +1 at 5 on the core, −7 at 5 on GitHub.
 
+A BM25 ranking as a third input (after round 5; ``bench/fusion_bm25.py``, same protocol, the
+constants refitted with each variant): the index's own BM25 candidate order (free), the bench's
+plain BM25 (the bar's baseline) or the index's table queried with the query's own words, each
+added as a score term (share of its best score, z-score × w, or reciprocal rank), as a floor for
+its first (within the top 2-5), as a floor only when it is the cosine's first, or as a confidence
+(the cosine's weight raised when BM25's first is the cosine's and not the lexical first, or
+lowered when it is the lexical first). None gains held out: core 123-129 first / 189-192 at 5
+against 128/192 for this design on the same grid, GitHub 500-507/623-625 against 507/624. Where
+a BM25 first is not the fused first, the fused first is right 2-4 times as often, whoever BM25
+agrees with; and the fusion is already never below plain BM25 on a tuning set.
+
 Round 3, for the record (replayed on the same inputs):
 
 * pseudo-relevance feedback on the embeddings' side (Rocchio in the embedding space, the query's
