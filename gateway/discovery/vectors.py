@@ -60,6 +60,12 @@ class VectorStore:
             raise ValueError(f"vectors of {rows.shape[-1]} dimensions in a store of {self.dim}")
         elif views != self.views:
             raise ValueError(f"{views} view(s) per tool in a store of {self.views}")
+        # A copy, made here (on the event loop's thread): the rows the local model returns were
+        # allocated in its thread's malloc arena, whose freed top glibc's malloc_trim never gives
+        # back; held there until the next compile, 6,115 tools' batches left ~15 MB resident
+        # after the compile freed them (bench/discovery.py --semantic). Freed now, the model's
+        # thread reuses that memory for its next batch.
+        rows = np.array(rows, dtype=np.float32)
         for fingerprint, row in zip(prints, rows, strict=True):
             self._vectors[fingerprint] = row
         self.version += 1
@@ -89,8 +95,12 @@ class VectorStore:
         # on a busy machine (3-6× the CPU for the same answer); einsum's loop is one core's SIMD.
         if self._matrix.ndim == 2:
             sims = np.einsum("ij,j->i", self._matrix, query.reshape(-1))
-        else:  # several views of each tool: the best
-            sims = np.einsum("ivj,j->iv", self._matrix, query.reshape(-1)).max(axis=1)
+        else:  # several views of each tool: the best, view by view (``.max(axis=1)`` over an axis
+            # of 2 costs ~0.16 ms for 6,115 tools, ``np.maximum`` of the columns ~5 µs: the same floats)
+            per_view = np.einsum("ivj,j->iv", self._matrix, query.reshape(-1))
+            sims = per_view[:, 0].copy()
+            for view in range(1, per_view.shape[1]):
+                np.maximum(sims, per_view[:, view], out=sims)
         total = len(self._names)
         # Usually the best few are visible: sort a partition first, everything only if needed.
         want = min(total, max(4 * n, 64))
