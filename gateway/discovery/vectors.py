@@ -3,10 +3,12 @@
 Contract:
 
 * :meth:`VectorStore.put` adds normalised rows by fingerprint (a :class:`~gateway.discovery.index.ToolDoc`
-  fingerprint: a tool whose text did not change keeps its vector, a changed one needs a new one).
-  Every vector has the store's one dimension (that of the first rows put). A tool may have several
-  vectors, one per view of it (rows of shape (n, views, dimension): ``hybrid.tool_texts``); then its
-  cosine is the best of its views'. Every tool has the store's one number of views.
+  fingerprint: a tool whose text did not change keeps its vector, a changed one needs a new one),
+  copied: the store never holds the caller's matrix (the local model's thread allocated it; see
+  the comment in ``put``). Every vector has the store's one dimension (that of the first rows put).
+  A tool may have several vectors, one per view of it (rows of shape (n, views, dimension):
+  ``hybrid.tool_texts``); then its cosine is the best of its views' (the same float as the maximum
+  of the views' cosines). Every tool has the store's one number of views.
 * :meth:`VectorStore.nearest` ranks the tools of ``prints`` (public name → fingerprint: the catalog
   now) that have a vector by cosine to the query, applying ``visible`` before the top *n* are
   taken, so a tool the caller may not see never takes a slot and is never returned. Tools without
