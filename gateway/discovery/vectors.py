@@ -31,6 +31,8 @@ from gateway.discovery.index import SearchHit
 
 __all__ = ["VectorStore"]
 
+_BLOCK_BYTES = 4 << 20  # the rows put between two compiles are copied into blocks of this size
+
 
 class VectorStore:
     def __init__(self) -> None:
@@ -41,6 +43,9 @@ class VectorStore:
         self._for: tuple[object, int] | None = None
         self._names: list[str] = []
         self._matrix: Matrix = np.zeros((0, 0), dtype=np.float32)
+        # Rows put since the last compile are copied into blocks (see put): the last one fills up.
+        self._block: Matrix | None = None
+        self._used = 0  # its rows written
 
     def __len__(self) -> int:
         return len(self._vectors)
@@ -62,14 +67,21 @@ class VectorStore:
             raise ValueError(f"vectors of {rows.shape[-1]} dimensions in a store of {self.dim}")
         elif views != self.views:
             raise ValueError(f"{views} view(s) per tool in a store of {self.views}")
-        # A copy, made here (on the event loop's thread): the rows the local model returns were
-        # allocated in its thread's malloc arena, whose freed top glibc's malloc_trim never gives
-        # back; held there until the next compile, 6,115 tools' batches left ~15 MB resident
-        # after the compile freed them (bench/discovery.py --semantic). Freed now, the model's
-        # thread reuses that memory for its next batch.
-        rows = np.array(rows, dtype=np.float32)
+        # Copied, into blocks of ~4 MB: the rows the local model returns were allocated in its
+        # thread's malloc arena, whose freed top glibc's malloc_trim never gives back, and held
+        # until the next compile 6,115 tools' batches left ~15 MB resident there
+        # (bench/discovery.py --semantic); copied one batch at a time, they left ~1,500 holes in
+        # the main heap that later allocations faulted back in (a compile 3-4x slower). A few
+        # large blocks are freed whole by the compile.
+        block = self._block
         for fingerprint, row in zip(prints, rows, strict=True):
-            self._vectors[fingerprint] = row
+            if block is None or self._used == len(block):
+                size = max(64, _BLOCK_BYTES // (4 * row.size))
+                block = self._block = np.empty((size, *row.shape), dtype=np.float32)
+                self._used = 0
+            block[self._used] = row
+            self._vectors[fingerprint] = block[self._used]
+            self._used += 1
         self.version += 1
 
     def _compile(self, prints: Mapping[str, str]) -> None:
@@ -86,6 +98,7 @@ class VectorStore:
                               dtype=np.float32)
             self._vectors = {}
         self._names, self._matrix, self._for = names, matrix, key
+        self._block, self._used = None, 0  # every row kept is in the matrix now: the blocks are freed
 
     def nearest(self, query: Matrix, prints: Mapping[str, str], n: int,
                 visible: Callable[[str], bool] | None = None, min_similarity: float = -1.0) -> list[SearchHit]:

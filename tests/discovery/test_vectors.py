@@ -41,3 +41,24 @@ def test_the_store_keeps_its_own_copy_of_the_rows_put() -> None:
     rows[:] = rows[::-1].copy()  # the caller reuses its buffer
     hits = store.nearest(np.array([1.0, 0.0], dtype=np.float32), prints, 2)
     assert [(h.name, h.score) for h in hits] == [("a", 1.0), ("b", 0.0)]
+
+
+def test_rows_put_again_before_a_compile_keep_the_last_value_and_no_other_row_moves() -> None:
+    """Many puts between compiles (a sync's batches: the buffer grows under them), a fingerprint
+    put twice on the way: each tool ranks by the last vector put for it."""
+    rng = np.random.default_rng(3)
+    store = VectorStore()
+    expected: dict[str, np.ndarray] = {}
+    for batch in range(60):  # 240 rows: past the first buffers' sizes
+        prints = [f"fp{batch * 4 + k}" for k in range(4)]
+        if batch % 7 == 3:
+            prints[0] = "fp0"  # put again: replaces the first vector of fp0
+        rows = _unit(rng, 4, 2, 16)
+        store.put(prints, rows)
+        expected.update(zip(prints, rows, strict=True))
+    catalog = {f"t_{fp}": fp for fp in expected}
+    query = _unit(rng, 16)
+    hits = store.nearest(query, catalog, len(catalog))
+    best = {f"t_{fp}": float(max(rows[0] @ query, rows[1] @ query)) for fp, rows in expected.items()}
+    assert len(hits) == len(catalog) and all(abs(h.score - best[h.name]) < 1e-6 for h in hits)
+    assert all(hits[i].score >= hits[i + 1].score for i in range(len(hits) - 1))
