@@ -21,6 +21,8 @@ Contract:
 
 from __future__ import annotations
 
+import ctypes
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -32,6 +34,27 @@ from gateway.discovery.index import SearchHit
 __all__ = ["VectorStore"]
 
 _BLOCK_BYTES = 4 << 20  # the rows put between two compiles are copied into blocks of this size
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, else None (another C library: nothing to call)."""
+    try:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
+
+
+def _give_back() -> None:
+    """Return the C heap's free pages to the system (~1.5 ms after 6,115 tools were put): the
+    blocks a compile frees sit in the middle of the heap, where free() never gives pages back; left
+    there, a process that never trims kept them resident (+18.7 MB at bench/discovery.py's
+    6,115 tools)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 class VectorStore:
@@ -98,7 +121,9 @@ class VectorStore:
                               dtype=np.float32)
             self._vectors = {}
         self._names, self._matrix, self._for = names, matrix, key
-        self._block, self._used = None, 0  # every row kept is in the matrix now: the blocks are freed
+        if self._block is not None:  # rows were put since the last compile: their blocks are freed now
+            self._block, self._used = None, 0
+            _give_back()
 
     def nearest(self, query: Matrix, prints: Mapping[str, str], n: int,
                 visible: Callable[[str], bool] | None = None, min_similarity: float = -1.0) -> list[SearchHit]:
