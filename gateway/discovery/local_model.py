@@ -195,7 +195,9 @@ class LocalEncoder:
             if self._error is not None:
                 raise self._error
             try:
+                from gateway.discovery.heap import fixed_thresholds
                 from gateway.discovery.minilm import MiniLM, ModelError
+                fixed_thresholds()  # the forward passes' activations go back to the system (heap.py)
                 directory = model_dir(self.path)
                 verify(directory)
                 model = MiniLM(directory)

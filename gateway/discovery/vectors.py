@@ -28,39 +28,19 @@ Contract:
 from __future__ import annotations
 
 import ctypes
-import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from gateway.discovery.embeddings import Matrix
+from gateway.discovery.heap import give_back
 from gateway.discovery.index import SearchHit
 
 __all__ = ["VectorStore"]
 
 _BLOCK_BYTES = 4 << 20  # the rows put between two compiles are copied into blocks of this size
 
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, else None (another C library: nothing to call)."""
-    try:
-        trim = ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
-
-
-def _give_back() -> None:
-    """Return the C heap's free pages to the system (~1.5 ms after 6,115 tools were put): the
-    blocks a compile frees sit in the middle of the heap, where free() never gives pages back; left
-    there, a process that never trims kept them resident (+18.7 MB at bench/discovery.py's
-    6,115 tools)."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
 
 
 class VectorStore:
@@ -137,7 +117,7 @@ class VectorStore:
         self._names, self._for = names, (prints, self.version)
         if self._block is not None:  # rows were put since the last compile: their blocks are freed now
             self._block, self._used = None, 0
-            _give_back()
+            give_back()  # the blocks sat in the middle of the heap: free() keeps such pages (+18.7 MB at 6,115 tools)
 
     def _in_place(self, source: list[int], wanted: list[str]) -> bool:
         """Move the kept rows up within the buffer and write the new ones after; False (nothing
