@@ -5,16 +5,19 @@ Contract: both functions do nothing on a C library other than glibc, and neither
 * :func:`give_back` is ``malloc_trim(0)``: the free pages of every arena's bins go back to the
   system (~1.5 ms after 6,115 tools' vectors were put). Blocks freed in the middle of a heap stay
   resident otherwise.
-* :func:`fixed_thresholds` sets ``M_MMAP_THRESHOLD`` to 8 MiB and ``M_TRIM_THRESHOLD`` back to
-  glibc's initial 128 KiB, once a process, unless the operator set ``MALLOC_MMAP_THRESHOLD_`` or
+* :func:`fixed_thresholds` sets ``M_MMAP_THRESHOLD`` to 32 MiB (the dynamic one's ceiling) and
+  ``M_TRIM_THRESHOLD`` to 4 MiB, once a process, unless the operator set ``MALLOC_MMAP_THRESHOLD_`` or
   ``MALLOC_TRIM_THRESHOLD_``. A fixed value turns off glibc's *dynamic* thresholds: by default,
   each freed mmap'd block raises the mmap threshold to its size (up to 32 MiB) and the trim
   threshold to twice that, so after the first large activation the model's forward passes are
-  served from its thread's arena, whose freed top is then kept (``malloc_trim`` trims only the
-  main arena's top). The trim threshold is set too because blocks freed before the call (the
-  model's load) may already have raised it. A first vector build of 6,115 tools (no disk
-  cache) left ~97 MB resident beside the model; with the thresholds fixed, ~66 MB, for ~3-8% more
-  CPU in the build (arrays over 8 MiB are mapped and unmapped each time; a query's are far smaller).
+  served from its thread's arena, whose freed top is then kept below a trim threshold of up to
+  64 MiB (``malloc_trim`` trims only the main arena's top); fixed, a freed top over 4 MiB goes
+  back. The trim threshold is set explicitly because blocks freed before the call (the model's
+  load) may already have raised it. A first vector build of 6,115 tools (no disk
+  cache) left ~92 MB resident beside the model; with the thresholds fixed, ~66 MB, for ~6% more
+  CPU in the build (bench/discovery.py --semantic-child, 53.3 against 50.1-50.6 s; 8 MiB / 128 KiB
+  gave ~63 MB for 13-16% more). A query's arrays are far below either threshold: its latency is
+  unchanged.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 __all__ = ["give_back", "fixed_thresholds"]
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # malloc.h
-_TRIM_THRESHOLD, _MMAP_THRESHOLD = 128 << 10, 8 << 20
+_TRIM_THRESHOLD, _MMAP_THRESHOLD = 4 << 20, 32 << 20
 _ONCE = threading.Lock()
 _fixed = False
 
