@@ -167,6 +167,9 @@ class UpstreamSession:
         self.instructions = result.get("instructions")
         await self.notify("notifications/initialized")
         self.transport.initialized()
+        # Not used before the upstream can reach us outside a request's stream: what it sends
+        # there meanwhile may be dropped (a Streamable HTTP GET stream not yet open).
+        await self.transport.listening(timeout_s)
 
     async def close(self) -> None:
         if self._closed:

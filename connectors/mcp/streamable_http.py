@@ -8,7 +8,13 @@ response was delivered, so the caller's task does the reading and no task is spa
 
 A response stream that ends before the response (the server closing it on purpose, SEP-1699) is
 resumed with a GET carrying ``Last-Event-ID`` when the server gave event ids. After initialize a
-background GET stream receives unrelated server messages (405 means the server has none). A 404
+background GET stream receives unrelated server messages (405 means the server has none), and the
+handshake returns only once the server answered that GET (or it failed; at most
+``_LISTEN_WAIT_S``): a server without an event store drops what it sends while no GET stream is
+open (the official SDK does), and an SDK tool's ``ctx.session.list_roots()`` is such a message (it
+is not related to the call), so a call sent before the stream opened lost it and hung to its
+deadline. (While the stream is re-opened later, after the server ended it, that window remains:
+only the server's event store can close it.) A 404
 on a request carrying our session id raises :class:`SessionExpired`; the session re-initializes.
 
 Each transport (one upstream session) has its own :class:`~connectors.mcp.http1.HTTP1Client`: its
@@ -87,6 +93,11 @@ _RETRY_SAFE = frozenset({
 # it (close the connection) after this long.
 _STREAM_END_GRACE_S = 10.0
 
+# How long opening a session waits for the server to answer its GET stream. The SDKs answer at
+# once (headers before any event); one that sends headers only with its first event costs this
+# much per session opened, and one still slower loses its unrelated messages until it answers.
+_LISTEN_WAIT_S = 5.0
+
 
 class StreamableHTTPTransport(ClientTransport):
     def __init__(self, name: str, deliver: Deliver, on_lost: OnLost, *, url: str, headers: dict[str, str],
@@ -106,6 +117,8 @@ class StreamableHTTPTransport(ClientTransport):
         self._header_block = header_block(self._headers)
         self.session_id: str | None = None
         self._get_task: asyncio.Task[None] | None = None
+        # Set once the GET stream's first attempt was answered (any status) or failed.
+        self._get_answered = asyncio.Event()
 
     async def connect(self) -> None:
         # Nothing to open: the initialize POST is the connection. Failures surface there.
@@ -131,6 +144,18 @@ class StreamableHTTPTransport(ClientTransport):
         if self.protocol_version:
             self._set_header("MCP-Protocol-Version", self.protocol_version)
         self._get_task = asyncio.create_task(self._get_stream(), name=f"mcp-http-get-{self.name}")
+
+    async def listening(self, timeout_s: float) -> None:
+        """Until the server answered the GET stream's first request (its response headers: the
+        SDK registers the stream before it sends them), or that request failed; at most
+        ``min(timeout_s, _LISTEN_WAIT_S)``. No GET stream (stateless, never initialized): at once."""
+        if self._get_task is None or self._get_answered.is_set():
+            return
+        try:
+            async with asyncio.timeout(min(timeout_s, _LISTEN_WAIT_S)):
+                await self._get_answered.wait()
+        except TimeoutError:
+            log.debug("upstream %s has not answered its GET stream yet: going on without waiting", self.name)
 
     async def send(self, message: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
         if not self.is_open:
@@ -302,11 +327,20 @@ class StreamableHTTPTransport(ClientTransport):
 
     async def _get_stream(self) -> None:
         """The standalone GET stream for server messages unrelated to any request."""
+        try:
+            await self._get_stream_loop()
+        finally:
+            self._get_answered.set()  # (cancelled, or the server offers none): nobody waits for it
+
+    async def _get_stream_loop(self) -> None:
         decoder = SSEDecoder()
         delay = 0.5
         while self.is_open:
             try:
-                resp = await self._http.request("GET", self._block("text/event-stream", decoder.last_event_id))
+                try:
+                    resp = await self._http.request("GET", self._block("text/event-stream", decoder.last_event_id))
+                finally:
+                    self._get_answered.set()  # answered, or failed: the session need not wait longer
                 try:
                     if resp.status == 405:
                         return  # the server offers no standalone stream

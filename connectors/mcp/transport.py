@@ -128,6 +128,12 @@ class ClientTransport(abc.ABC):
         """The initialize handshake completed (Streamable HTTP opens its GET stream here)."""
         self._initialized = True
 
+    async def listening(self, timeout_s: float) -> None:
+        """Wait, at most ``timeout_s``, until server messages unrelated to any request can reach
+        us (called once after :meth:`initialized`, before the session is used). Returns at once
+        where every message shares one channel (stdio, legacy SSE); never raises on a timeout."""
+        return
+
     @abc.abstractmethod
     async def close(self) -> None:
         """Release everything; idempotent; never calls ``on_lost``."""
