@@ -24,6 +24,7 @@ from aiohttp import web
 
 from gateway.config import HttpConfig
 from gateway.transports.http_server import PROBE_RESERVE, GatewayServer, probe_only, start_server
+from tests.e2e.clients import eventually
 from tests.e2e.rawhttp import ACCEPT
 from tests.support import GatewayProcess, gateway_process
 
@@ -313,13 +314,6 @@ async def _serve_who(cap: int) -> tuple[web.AppRunner, str, asyncio.Event]:
     return runner, f"http://127.0.0.1:{runner.addresses[0][1]}", release
 
 
-async def _until(condition: Callable[[], bool]) -> None:
-    """Wait for the server's connection count, which has no event to wait on."""
-    async with asyncio.timeout(10):
-        while not condition():  # noqa: ASYNC110 - no event to wait on (see above)
-            await asyncio.sleep(0.005)
-
-
 async def _ask_who(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
     writer.write(b"GET /who HTTP/1.1\r\nHost: x\r\n\r\n")
     head = await reader.readuntil(b"\r\n\r\n")
@@ -344,11 +338,11 @@ async def test_the_probe_reserve_a_busy_moment_filled_does_not_outlast_it() -> N
             busy.append((reader, writer))
         for _ in range(4):  # every place is busy: these four are probe-only
             idle.append(await open_raw(url))
-        await _until(lambda: server.open_connections == cap + 4)
+        await eventually(lambda: server.open_connections == cap + 4)
         release.set()
         for reader, _ in busy:  # the busy ones finish and close: their places are free
             assert (await reader.read()).startswith(b"HTTP/1.1 200")
-        await _until(lambda: server.open_connections == 4)
+        await eventually(lambda: server.open_connections == 4)
         # The three oldest of the reserve took the freed places; the youngest is still probe-only.
         assert [await _ask_who(*pair) for pair in idle] == ["full", "full", "full", "probe"]
         # A newcomer at the cap evicts an idle full connection and takes its class, not the probe's.
@@ -375,7 +369,7 @@ async def test_after_a_stall_the_burst_of_idle_sockets_evicts_itself_not_the_cli
     try:
         for _ in range(cap):
             held.append(socket.create_connection(("127.0.0.1", port)))
-        await _until(lambda: server.open_connections == cap)
+        await eventually(lambda: server.open_connections == cap)
         # The loop is blocked from here to the next await: the kernel completes these connections.
         client = socket.create_connection(("127.0.0.1", port))
         held.append(client)
