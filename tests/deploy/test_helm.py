@@ -274,9 +274,13 @@ def test_workers_value_renders_a_workers_deployment(helm_home):
     metrics_port = yaml.safe_load((CHART / "values.yaml").read_text())["metricsPort"]
     assert served_config(docs).telemetry.metrics_port == metrics_port
     assert {"name": "metrics", "containerPort": metrics_port, "protocol": "TCP"} in container["ports"]
+    # Readiness asks the supervisor, whose /readyz is ready only when every worker is: the main
+    # port's would be answered by one worker, whichever the kernel hands the probe to.
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
     # The default is one process: no --workers at all (what the kustomize base runs).
-    assert "--workers" not in by_kind(helm_template(helm_home), "Deployment", "mcp-gateway")[
-        "spec"]["template"]["spec"]["containers"][0]["args"]
+    one = by_kind(helm_template(helm_home), "Deployment", "mcp-gateway")["spec"]["template"]["spec"]["containers"][0]
+    assert "--workers" not in one["args"]
+    assert one["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     proc = helm_run(["template", "mcp-gateway", str(CHART), "-n", NAMESPACE, "--set", "workers=2"], helm_home)
     assert proc.returncode != 0 and "workers: 2 needs a shared state store" in proc.stderr
     proc = helm_run(["template", "mcp-gateway", str(CHART), "-n", NAMESPACE, "--set", "workers=0"], helm_home)
