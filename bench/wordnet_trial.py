@@ -15,7 +15,8 @@ inflections; regular ones are undone with morphy's detachment rules.
 
 The trial monkeypatches two functions for its own process only: ``gateway.discovery.index.parse``
 (the parsed query is expanded) and ``gateway.discovery.rank._idf`` (an expansion concept weighs
-``alpha`` of its IDF). Nothing in the gateway's code path changes.
+``alpha`` of its IDF). Nothing in the gateway's code path changes. ``bench/thesaurus_trial.py``
+reuses the replay (:func:`rerun`, which takes another expander), :func:`report` and the patches.
 
 Run (after ``bench/fusion_fit.py --cache /tmp/wn_fusion.pkl`` made the cache of the served tasks)::
 
@@ -180,6 +181,10 @@ class Expander:
         self.expanded = 0  # concepts expanded (for the report)
         self.last: list[str] = []  # the lemmas added to the query being searched
 
+    def alpha_of(self, concept: Concept) -> float | None:
+        """The share of its IDF an expansion concept weighs (None: not an expansion concept)."""
+        return self.variant.alpha if self.variant is not None and concept.said.endswith(MARK) else None
+
     def __call__(self, query: Query) -> Query:
         v, idx = self.variant, self.current
         if v is None or idx is None:
@@ -228,9 +233,8 @@ def _patched_parse(*args: Any, **kwargs: Any) -> Query:
 
 def _patched_idf(concept: Concept, df: Callable[[str], int], total: int) -> float:
     w = _idf(concept, df, total)
-    if concept.said.endswith(MARK) and EXPANDER is not None and EXPANDER.variant is not None:
-        return EXPANDER.variant.alpha * w
-    return w
+    alpha = EXPANDER.alpha_of(concept) if EXPANDER is not None else None
+    return w if alpha is None else alpha * w
 
 
 index_mod.parse = _patched_parse  # type: ignore[assignment]
@@ -240,8 +244,14 @@ rank_mod._idf = _patched_idf  # type: ignore[assignment]
 Key = tuple[str, str]  # (catalog, tasks file)
 
 
-async def rerun(rows: list[ff.Row], variants: Sequence[Variant | None]) -> dict[Variant | None, list[ff.Row]]:
-    """The rows re-ranked lexically under each variant (None: as served), dense inputs kept."""
+async def rerun(rows: list[ff.Row], variants: Sequence[Any], expander: Any = None) -> dict[Any, list[ff.Row]]:
+    """The rows re-ranked lexically under each variant (None: as served), dense inputs kept.
+
+    *expander* (default: WordNet's :class:`Expander`) is called on every parsed query; it has
+    ``variant``, ``current`` (the index searched), ``last`` (what it added to the query, for the
+    dense side) and ``alpha_of(concept)``. A query whose expansion (the parsed query, the alphas
+    of its concepts, the dense text) was ranked already under another variant is not searched
+    again: the rankings are a function of those."""
     import numpy as np
 
     from gateway.discovery.catalog_search import CatalogSearch
@@ -264,10 +274,11 @@ async def rerun(rows: list[ff.Row], variants: Sequence[Variant | None]) -> dict[
         return encoded[text]
 
     global EXPANDER
-    EXPANDER = Expander(WordNet())
+    EXPANDER = expander if expander is not None else Expander(WordNet())
+    done: dict[Any, tuple[Any, ...]] = {}  # (catalog, query, expansion) → (lex, top, dense)
     wanted = {(r.catalog, r.tasks_file): r for r in rows}
     cats = [c for c in fe.catalogs() if any(k[0] == c.name for k in wanted)]
-    out: dict[Variant | None, list[ff.Row]] = {v: [] for v in variants}
+    out: dict[Any, list[ff.Row]] = {v: [] for v in variants}
     with tempfile.TemporaryDirectory() as tmp:
         async with running_gateway(fe.config_text(cats), base_dir=tmp) as gw:
             for cat in cats:
@@ -289,9 +300,24 @@ async def rerun(rows: list[ff.Row], variants: Sequence[Variant | None]) -> dict[
                             if SHOW and v is not None:
                                 print(f"  [{cat.name}/{t.by}] {t.query}")
                             EXPANDER.last = []
+                            idx = search.index
+                            parsed = index_mod.parse(t.query, idx._heads.names, idx.lexicon, idx._heads.abbreviated)
+                            dense_text = (query_text(t.query, idx.lexicon) + " " + " ".join(EXPANDER.last)
+                                          if v is not None and v.dense and EXPANDER.last else None)
+                            key = (cat.name, t.query, parsed, tuple(EXPANDER.alpha_of(c) for c in parsed.concepts),
+                                   dense_text)
+                            if key in done and not SHOW:
+                                lex, top, dense = done[key]
+                                new = replace(t, lexical=top, backfill=top, lex_candidates=lex)
+                                if dense is not None:
+                                    new = replace(new, dense_candidates=dense, dense=[h.name for h in dense[:fe.LIMIT]])
+                                tasks.append(new)
+                                continue
+                            EXPANDER.last = []
                             lex = search.index.search(t.query, fe.CANDIDATES, None, fill=False)
                             top = [h.name for h in search.index.search(t.query, fe.LIMIT)]
                             new = replace(t, lexical=top, backfill=top, lex_candidates=lex)
+                            dense = None
                             if v is None and checked.get(cat.name, 0) < 3:  # the encoder is the served one
                                 checked[cat.name] = checked.get(cat.name, 0) + 1
                                 again = semantic.rank(encode(query_text(t.query, search.index.lexicon)),
@@ -301,6 +327,7 @@ async def rerun(rows: list[ff.Row], variants: Sequence[Variant | None]) -> dict[
                                 text = query_text(t.query, search.index.lexicon) + " " + " ".join(EXPANDER.last)
                                 dense = semantic.rank(encode(text), search.prints, fe.CANDIDATES, None)
                                 new = replace(new, dense_candidates=dense, dense=[h.name for h in dense[:fe.LIMIT]])
+                            done[key] = (lex, top, dense)
                             tasks.append(new)
                         out[v].append(ff.Row(row.catalog, row.tasks_file, row.measurement_only, tasks))
     return out
@@ -369,46 +396,30 @@ def merit(rows: Sequence[ff.Row]) -> float:
     return ff.merit([ff.counts(r, ff.served(CALIBRATION)) for r in rows])
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cache", type=Path, required=True, help="bench/fusion_fit.py's cache of the served tasks")
-    p.add_argument("--measurement", help="a variant's name: print the measurement-only aggregates before/after")
-    p.add_argument("--quick", action="store_true", help="a few variants only")
-    p.add_argument("--refit", action="store_true",
-                   help="leave one core catalog out over (variant x the fusion's k_core x sure_core) jointly")
-    p.add_argument("--family", choices=("all", "syn-hyper"), default="all",
-                   help="syn-hyper: round 1's synonym and synonym+hypernym variants only")
-    p.add_argument("--round", type=int, default=0, help="only round 1 or 2 of the variants (default both)")
-    p.add_argument("--table", help="a variant's name: per tuning catalog and wording, lexical and fused before/after")
-    p.add_argument("--show", help="a variant's name: the expansions it makes on the core tuning queries")
-    args = p.parse_args(argv)
-    rows = ff.load(args.cache)
-    if args.table or args.show:
-        chosen = next(v for v in variants() if v.name == (args.table or args.show))
-        tuning = [r for r in rows if not r.measurement_only and (args.table or r.catalog in ff.CORE)]
-        if args.show:
-            SHOW.append(True)
-        got = asyncio.run(rerun(tuning, [None, chosen]))
-        if args.table:
-            table(got[None], got[chosen], chosen)
-        return 0
-    if args.measurement:
-        chosen = next(v for v in variants() if v.name == args.measurement)
-        meas = [r for r in rows if r.measurement_only]
-        got = asyncio.run(rerun(meas, [None, chosen]))
-        print(f"measurement-only aggregates (recall@1/@5), served → {chosen.name}; aggregates only")
-        for name, rank in (("lexical", lexical), ("fused", fused)):
-            b, a = found(got[None], rank), found(got[chosen], rank)
-            for k in b:
-                print(f"  {name:8}{k[0]:14}{k[1]:22}{k[2]:>8} n={b[k][2]:>3}  "
-                      f"{b[k][0] / b[k][2]:.3f}/{b[k][1] / b[k][2]:.3f} → {a[k][0] / a[k][2]:.3f}/{a[k][1] / a[k][2]:.3f}")
-        return 0
-    tuning = [r for r in rows if not r.measurement_only]
-    grid = variants()[:4] if args.quick else round2() if args.round == 2 else round1() if args.round == 1 else variants()
-    if args.family == "syn-hyper":
-        grid = [v for v in round1() if v.relations in ((), ("hyper",))]
-    got = asyncio.run(rerun(tuning, [None, *grid]))
-    assert EXPANDER is not None
+def measurement_report(got: dict[Any, list[ff.Row]], chosen: Any) -> None:
+    """The measurement-only rows' aggregates, served → *chosen* (recall per catalog, set and wording)."""
+    print(f"measurement-only aggregates (recall@1/@5), served → {chosen.name}; aggregates only")
+    for name, rank in (("lexical", lexical), ("fused", fused)):
+        b, a = found(got[None], rank), found(got[chosen], rank)
+        for k in b:
+            print(f"  {name:8}{k[0]:14}{k[1]:22}{k[2]:>8} n={b[k][2]:>3}  "
+                  f"{b[k][0] / b[k][2]:.3f}/{b[k][1] / b[k][2]:.3f} → {a[k][0] / a[k][2]:.3f}/{a[k][1] / a[k][2]:.3f}")
+
+
+def lexical_totals(rows: Sequence[ff.Row]) -> tuple[int, int]:
+    """The lexical ranking's found @1, @5 over *rows* (person and model, or all when a set has neither)."""
+    n1 = n5 = 0
+    for r in rows:
+        res = ff.counts(r, fused)
+        for wording, c in res.items():
+            if wording != "all" or len(res) == 1:
+                n1, n5 = n1 + c[2], n5 + c[3]
+    return n1, n5
+
+
+def report(got: dict[Any, list[ff.Row]], grid: Sequence[Any]) -> list[Any]:
+    """Per variant the tuning sets' lexical and fused found @1/@5 and merit, then leave one core
+    catalog out and leave one GitHub set out over (served, *grid*); returns the options."""
     base_f, base_l = found(got[None], fused), found(got[None], lexical)
 
     def tot(f: dict[tuple[str, str, str], tuple[int, int, int]], core: bool) -> tuple[int, int]:
@@ -451,6 +462,45 @@ def main(argv: list[str] | None = None) -> int:
         base_rows = [r for r in got[None] if (r.catalog if label == "core" else r.name) in names]
         print(f"  held-out total {ff.totals([ff.counts(r, ff.served(CALIBRATION)) for r in held])}; "
               f"served {ff.totals([ff.counts(r, ff.served(CALIBRATION)) for r in base_rows])}")
+        print(f"  held-out lexical alone {lexical_totals(held)}; served {lexical_totals(base_rows)}")
+    return options
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cache", type=Path, required=True, help="bench/fusion_fit.py's cache of the served tasks")
+    p.add_argument("--measurement", help="a variant's name: print the measurement-only aggregates before/after")
+    p.add_argument("--quick", action="store_true", help="a few variants only")
+    p.add_argument("--refit", action="store_true",
+                   help="leave one core catalog out over (variant x the fusion's k_core x sure_core) jointly")
+    p.add_argument("--family", choices=("all", "syn-hyper"), default="all",
+                   help="syn-hyper: round 1's synonym and synonym+hypernym variants only")
+    p.add_argument("--round", type=int, default=0, help="only round 1 or 2 of the variants (default both)")
+    p.add_argument("--table", help="a variant's name: per tuning catalog and wording, lexical and fused before/after")
+    p.add_argument("--show", help="a variant's name: the expansions it makes on the core tuning queries")
+    args = p.parse_args(argv)
+    rows = ff.load(args.cache)
+    if args.table or args.show:
+        chosen = next(v for v in variants() if v.name == (args.table or args.show))
+        tuning = [r for r in rows if not r.measurement_only and (args.table or r.catalog in ff.CORE)]
+        if args.show:
+            SHOW.append(True)
+        got = asyncio.run(rerun(tuning, [None, chosen]))
+        if args.table:
+            table(got[None], got[chosen], chosen)
+        return 0
+    if args.measurement:
+        chosen = next(v for v in variants() if v.name == args.measurement)
+        meas = [r for r in rows if r.measurement_only]
+        got = asyncio.run(rerun(meas, [None, chosen]))
+        measurement_report(got, chosen)
+        return 0
+    tuning = [r for r in rows if not r.measurement_only]
+    grid = variants()[:4] if args.quick else round2() if args.round == 2 else round1() if args.round == 1 else variants()
+    if args.family == "syn-hyper":
+        grid = [v for v in round1() if v.relations in ((), ("hyper",))]
+    got = asyncio.run(rerun(tuning, [None, *grid]))
+    options = report(got, grid)
     if args.refit:
         refit(got, options)
     return 0
