@@ -3,8 +3,8 @@
 The expansion source is an *API thesaurus* written by an independent author who saw neither the
 ranker nor any task set (``bench/data/api-thesaurus.txt``, provenance in
 ``bench/data/api-thesaurus.md``: ``term: target, target, ...``, the term as people type it, the
-targets as API documentation says it, most likely first; ``#`` comments and section headers; a term may repeat in several domain sections: its targets are then
-interleaved by rank, each section's first before any second).
+targets as API documentation says it, most likely first; ``#`` comments and section headers; a
+term may repeat in several domain sections: its targets are then interleaved by rank, each section's first before any second).
 
 A thesaurus term is matched on the query's stemmed words (Snowball, as the index stems), longest
 first over the whole query (3 words, then 2, then 1; ``phrases`` off: single words only); a single
