@@ -20,7 +20,8 @@ catalog (definitions in :mod:`gateway.discovery.tools`).
   holds other searches), tool vectors are made in the background after each warm-up or search that
   finds tools without one (until they are all there, ``find_tools`` ranks lexically), and a reload
   that changes what is wanted starts afresh (the old client is closed; the local model stays
-  loaded, shared by every endpoint of the process).
+  loaded, shared by every endpoint of the process). With a shared state store (``state.store``:
+  Redis) the replicas share their tool vectors through it (:mod:`gateway.discovery.shared_vectors`).
 """
 
 from __future__ import annotations
@@ -136,15 +137,25 @@ class EndpointSearch:
                     _, local, path, cache_dir = wanted
                     self._semantic = Semantic(local, self.view.config.name,
                                               encoder=local_model.shared(path, cache_dir))
+                    self._share(self._semantic, f"local:{local_model.PINNED['model.safetensors']}")
                 elif wanted is not None:
                     from gateway.discovery.hybrid import Semantic
                     self._semantic = Semantic(wanted, self.view.config.name)
+                    self._share(self._semantic, f"url:{wanted.url}\n{wanted.model}\n{wanted.dimensions}")
                 self._index.semantic = self._semantic
                 if old is not None:
                     await old.close()
             if self._index.stale():
                 await asyncio.to_thread(self._index.refresh)
             return self._index
+
+    def _share(self, semantic: Semantic, space: str) -> None:
+        """With a shared state store, the replicas share their tool vectors through it
+        (:mod:`gateway.discovery.shared_vectors`): one replica embeds a tool text, the others read it."""
+        store = getattr(self.chain, "state", None)
+        if store is not None and store.shared:
+            from gateway.discovery.shared_vectors import SharedVectors
+            semantic.client = SharedVectors(semantic.client, store, space, self.view.config.name)
 
     async def warm(self) -> None:
         """Bring the index up to the endpoint's tools now (after a catalog rebuild), so the next

@@ -57,6 +57,14 @@ class StateStore(Protocol):
         """Send ``message`` to one replica (None: to every other one); returns how many replicas
         received it (0: the one named is gone)."""
 
+    # -- tool vectors shared by replicas (:mod:`gateway.discovery.shared_vectors`) ------------------
+    async def load_vectors(self, keys: Sequence[str], ttl_s: float) -> list[bytes | None]:
+        """The values stored under *keys*, in order (None where none is kept); each one read
+        expires ``ttl_s`` from now."""
+
+    async def save_vectors(self, items: Sequence[tuple[str, bytes]], ttl_s: float) -> None:
+        """Store each (key, value), expiring after ``ttl_s``."""
+
     # -- places under a cap shared by replicas (gateway.http.max_sessions; :mod:`gateway.transports.quota`)
     async def claim_place(self, scopes: Sequence[tuple[str, int]], member: str, ttl_s: float) -> tuple[int, int] | None:
         """Atomically give ``member`` a place in every scope (a name, and the most places it has),

@@ -82,6 +82,12 @@ class MemoryStore:
     async def count_places(self, scope: str) -> int:
         return 0
 
+    async def load_vectors(self, keys: Sequence[str], ttl_s: float) -> list[bytes | None]:
+        return [None] * len(keys)  # one process: the encoder's own caches keep its vectors
+
+    async def save_vectors(self, items: Sequence[tuple[str, bytes]], ttl_s: float) -> None:
+        return None
+
     async def hold(self, entries: Sequence[str], held: bool) -> None:
         return None
 

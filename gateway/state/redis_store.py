@@ -18,6 +18,10 @@ Keys (all under one hash tag, so a Redis Cluster keeps them in one slot):
   hash of entries), and ``{prefix}:holders`` — the replicas holding any. A replica that is gone
   (nobody listens on its channel) has its entries moved by another one, atomically (one taker).
 
+* ``{prefix}:v:<key>`` — a tool text's vector shared by the replicas' search endpoints
+  (:mod:`gateway.discovery.shared_vectors`: the key a SHA-256 of model and text, the value its
+  float32 row, ~1.5 kB), expiring 30 days after it was last stored or read.
+
 Channels: ``{prefix}:r:<replica>`` (messages for one replica) and ``{prefix}:all`` (for every
 replica; a replica ignores what it sent itself). ``PUBLISH`` answers how many subscribers got
 the message, so a message for a replica that died is known undelivered at once (the caller
@@ -104,6 +108,7 @@ class RedisStore:
         self._sub_client = aioredis.from_url(url, socket_connect_timeout=timeout_s, health_check_interval=30)
         tag = self._tag = "{" + prefix + "}"
         self._session_key = tag + ":s:"
+        self._vector_key = tag + ":v:"
         self._all = tag + ":all"
         self._mine = tag + ":r:" + replica
         self._replica_channel = tag + ":r:"
@@ -237,6 +242,28 @@ class RedisStore:
             self._inflight -= 1
             if not self._inflight:
                 self._idle.set()
+
+    # -- tool vectors shared by replicas ----------------------------------------------------------------
+    async def load_vectors(self, keys: Sequence[str], ttl_s: float) -> list[bytes | None]:
+        if not keys:
+            return []
+        self.ops += 1
+        async with self._command():
+            async with self.client.pipeline(transaction=False) as pipe:
+                for key in keys:  # GETEX: a vector in use keeps its place
+                    pipe.getex(self._vector_key + key, ex=max(1, round(ttl_s)))
+                values = await pipe.execute()
+        return [v if isinstance(v, bytes) else None for v in values]
+
+    async def save_vectors(self, items: Sequence[tuple[str, bytes]], ttl_s: float) -> None:
+        if not items:
+            return
+        self.ops += 1
+        async with self._command():
+            async with self.client.pipeline(transaction=False) as pipe:
+                for key, value in items:
+                    pipe.set(self._vector_key + key, value, ex=max(1, round(ttl_s)))
+                await pipe.execute()
 
     # -- places under a shared cap ---------------------------------------------------------------------
     def _scope(self, scope: str) -> str:

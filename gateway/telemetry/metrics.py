@@ -29,7 +29,8 @@ Who records what (so each value has exactly one writer):
   :data:`RELAYED_DROPPED_BYTES` (upstream notifications of one call over ``gateway.relayed_notifications``).
 * ``gateway.filters.cache`` — :data:`RESPONSE_CACHE` (hits and misses of cacheable tool calls).
 * ``gateway.discovery.embeddings`` — :data:`EMBEDDING_REQUESTS`; ``gateway.discovery.hybrid`` —
-  :data:`SEARCH_LEXICAL_FALLBACKS` (search endpoints with hybrid ranking).
+  :data:`SEARCH_LEXICAL_FALLBACKS` (search endpoints with hybrid ranking); ``gateway.discovery.shared_vectors``
+  — :data:`SEARCH_SHARED_VECTORS`.
 * ``gateway.auth`` — :data:`AUTH_FAILURES` (HTTP requests refused before any session exists).
 * ``gateway.transports`` (the HTTP server and app) — :data:`HTTP_REFUSED`.
 * ``gateway.reloader`` (SIGHUP, file changes) — :data:`CONFIG_RELOADS`, :data:`CONFIG_LAST_RELOAD`.
@@ -106,6 +107,7 @@ __all__ = [
     "EMBEDDING_REQUESTS",
     "EMBEDDING_OUTCOMES",
     "SEARCH_LEXICAL_FALLBACKS",
+    "SEARCH_SHARED_VECTORS",
     "BUILD_INFO",
     "METRIC_NAMES",
     "GatewayStateCollector",
@@ -273,6 +275,11 @@ SEARCH_LEXICAL_FALLBACKS = Counter(
     "alone, by endpoint and reason (a failed request's outcome, breaker_open, no_key, not_indexed; the local "
     "model: timeout, model).",
     ("endpoint", "reason"), namespace=NAMESPACE, registry=REGISTRY)
+SEARCH_SHARED_VECTORS = Counter(
+    "search_shared_vectors", "Tool texts of a search endpoint's index calls by where their vector came from, with a "
+    "shared state store: hit (read from the store), miss (embedded here and stored), invalid (a stored value "
+    "that is not a unit vector of the model's length: embedded here), error (a store round trip that failed).",
+    ("endpoint", "outcome"), namespace=NAMESPACE, registry=REGISTRY)
 
 BUILD_INFO = Info("build", "Gateway version.", namespace=NAMESPACE, registry=REGISTRY)
 
