@@ -11,6 +11,12 @@ replica embeds, the others (and every later rollout whose tool texts did not cha
 Contract:
 
 * Only ``index`` calls are shared; a query's vector is never stored (it is the caller's text).
+* Replicas that start together (the workers of ``serve --workers N``, the pods of a rollout) do
+  not all embed the same texts: a text the store lacks is *claimed* first (``SET NX``, expiring
+  after ``claim_ttl_s``); the replica that claimed it embeds and stores it, the others wait for it
+  (polling, at most ``claim_ttl_s``; then they embed whatever is still missing themselves). So a
+  catalog is embedded about once whatever the number of replicas, and a waiting replica's core
+  stays free for serving.
 * A vector is stored under the SHA-256 of (*space*, text): *space* names the model and what shapes
   its vectors (the local model's weights hash; a URL, its model and dimensions), so two models'
   vectors never mix. The value is the row as little-endian float32.
@@ -26,11 +32,12 @@ Contract:
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,11 +49,12 @@ if TYPE_CHECKING:
     from gateway.discovery.hybrid import Encoder
     from gateway.state import StateStore
 
-__all__ = ["SharedVectors", "TTL_S"]
+__all__ = ["CLAIM_TTL_S", "SharedVectors", "TTL_S"]
 
 log = logging.getLogger("gateway.discovery.shared_vectors")
 
 TTL_S = 30 * 86400.0  # a vector no replica stored or read for 30 days leaves the store
+CLAIM_TTL_S = 30.0  # the longest another replica waits for the texts this one claimed
 _CHUNK = 256  # keys per store round trip (1,536 bytes a 384-float vector: ~400 kB a reply)
 _WARN_EVERY_S = 60.0
 
@@ -55,7 +63,8 @@ class SharedVectors:
     """*inner* with its index vectors shared through *store* (see the module doc)."""
 
     def __init__(self, inner: Encoder, store: StateStore, space: str, endpoint: str,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, claim_ttl_s: float = CLAIM_TTL_S) -> None:
+        self.claim_ttl_s = claim_ttl_s
         self.inner = inner
         self.shown = inner.shown  # how logs name it: the wrapped encoder's name
         self.store = store
@@ -76,46 +85,94 @@ class SharedVectors:
 
     async def embed(self, texts: list[str], stage: str, dimension: int | None = None) -> Matrix:
         """The contract of the wrapped encoder's ``embed``; ``index`` rows come from the store
-        where it has them."""
+        where it has them, or from the replica that claimed them (see the module doc)."""
         if stage != "index" or not texts:
             return await self.inner.embed(texts, stage, dimension)
         keys = [self.key(t) for t in texts]
+        rows = await self._read(keys, range(len(keys)), dimension, count_invalid=True) or {}
+        missing = [i for i in range(len(texts)) if i not in rows]
+        self._count("hit", len(rows))
+        if missing:
+            mine = await self._claim([keys[i] for i in missing])
+            todo = [i for i, claimed in zip(missing, mine, strict=True) if claimed]
+            elsewhere = [i for i, claimed in zip(missing, mine, strict=True) if not claimed]
+            if todo:
+                await self._embed_here(texts, keys, todo, rows, dimension)
+            if elsewhere:  # claimed by another replica: its vectors, once stored, else our own
+                late = await self._wait(keys, elsewhere, dimension)
+                self._count("hit", len(late))
+                rows.update(late)
+                left = [i for i in elsewhere if i not in late]
+                if left:
+                    await self._embed_here(texts, keys, left, rows, dimension)
+        width = {row.shape[0] for row in rows.values()}
+        if len(width) != 1:  # the store's dimension is not the model's: embed them all here
+            return await self.inner.embed(texts, stage, dimension)
+        out: Matrix = np.empty((len(texts), width.pop()), dtype=np.float32)
+        for i, row in rows.items():
+            out[i] = row
+        return out
+
+    async def _embed_here(self, texts: list[str], keys: list[str], todo: list[int], rows: dict[int, np.ndarray],
+                          dimension: int | None) -> None:
+        fresh = await self.inner.embed([texts[i] for i in todo], "index", dimension)
+        for j, i in enumerate(todo):
+            rows[i] = fresh[j]
         try:
-            stored = await self._load(keys)
-        except Exception as exc:  # noqa: BLE001 (any store failure: embed everything here)
+            await self._save([(keys[i], fresh[j].astype("<f4").tobytes()) for j, i in enumerate(todo)])
+        except Exception as exc:  # noqa: BLE001 (unshared, not lost: the caller has its rows)
+            self._count("error", 1)
+            self._warn("written", exc)
+        else:
+            self._count("miss", len(todo))
+
+    async def _read(self, keys: list[str], which: Iterable[int], dimension: int | None,
+                    count_invalid: bool = False) -> dict[int, np.ndarray] | None:
+        """The valid stored rows of ``keys[i]`` for i in *which*, by i; None when the store fails."""
+        which = list(which)
+        try:
+            stored = await self._load([keys[i] for i in which])
+        except Exception as exc:  # noqa: BLE001 (any store failure: embed here)
             self._count("error", 1)
             self._warn("read", exc)
-            stored = [None] * len(keys)
+            return None
         rows: dict[int, np.ndarray] = {}
         invalid = 0
-        for i, raw in enumerate(stored):
+        for i, raw in zip(which, stored, strict=True):
             row = _row(raw, dimension)
             if row is not None:
                 rows[i] = row
             elif raw is not None:
                 invalid += 1
-        todo = [i for i in range(len(texts)) if i not in rows]
-        self._count("hit", len(rows))
-        self._count("invalid", invalid)
-        fresh: Matrix | None = None
-        if todo:
-            fresh = await self.inner.embed([texts[i] for i in todo], stage, dimension)
-            try:
-                await self._save([(keys[i], fresh[j].astype("<f4").tobytes()) for j, i in enumerate(todo)])
-            except Exception as exc:  # noqa: BLE001
-                self._count("error", 1)
-                self._warn("write", exc)
-            else:
-                self._count("miss", len(todo))
-        width = fresh.shape[1] if fresh is not None else next(iter(rows.values())).shape[0]
-        out: Matrix = np.empty((len(texts), width), dtype=np.float32)
-        for i, row in rows.items():
-            if row.shape[0] != width:  # the store's dimension is not the model's: embed those too
-                return await self.inner.embed(texts, stage, dimension)
-            out[i] = row
-        if fresh is not None:
-            out[todo] = fresh
-        return out
+        if count_invalid:
+            self._count("invalid", invalid)
+        return rows
+
+    async def _claim(self, keys: list[str]) -> list[bool]:
+        """Which of *keys* this replica embeds (it claimed them); all when the store fails."""
+        try:
+            return await self.store.claim_vectors(keys, self.store.replica, self.claim_ttl_s)
+        except Exception as exc:  # noqa: BLE001
+            self._count("error", 1)
+            self._warn("claimed", exc)
+            return [True] * len(keys)
+
+    async def _wait(self, keys: list[str], which: list[int], dimension: int | None) -> dict[int, np.ndarray]:
+        """The rows another replica stores for ``keys[i]``, i in *which*, polled until all are
+        there or its claim would have expired (``claim_ttl_s``): a replica that died mid-batch
+        costs a wait, never a missing row."""
+        got: dict[int, np.ndarray] = {}
+        pause = 0.05
+        deadline = self._clock() + self.claim_ttl_s
+        while True:
+            read = await self._read(keys, (i for i in which if i not in got), dimension)
+            if read is None:  # the store fails: stop waiting for it
+                return got
+            got.update(read)
+            if len(got) == len(which) or self._clock() >= deadline:
+                return got
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.5)
 
     async def _load(self, keys: list[str]) -> list[bytes | None]:
         out: list[bytes | None] = []
@@ -136,7 +193,7 @@ class SharedVectors:
         if now - self._warned_at >= _WARN_EVERY_S:
             self._warned_at = now
             log.warning("endpoint %s: the shared tool vectors cannot be %s (%s: %s); embedding here",
-                        self.endpoint, "read" if what == "read" else "written", type(exc).__name__, exc)
+                        self.endpoint, what, type(exc).__name__, exc)
 
 
 def _row(raw: bytes | None, dimension: int | None) -> np.ndarray | None:

@@ -63,7 +63,11 @@ class StateStore(Protocol):
         expires ``ttl_s`` from now."""
 
     async def save_vectors(self, items: Sequence[tuple[str, bytes]], ttl_s: float) -> None:
-        """Store each (key, value), expiring after ``ttl_s``."""
+        """Store each (key, value), expiring after ``ttl_s``, and end the keys' claims."""
+
+    async def claim_vectors(self, keys: Sequence[str], owner: str, ttl_s: float) -> list[bool]:
+        """Claim each key for *owner* unless another claim of it is alive (each claim expires after
+        ``ttl_s``); True where this call claimed it."""
 
     # -- places under a cap shared by replicas (gateway.http.max_sessions; :mod:`gateway.transports.quota`)
     async def claim_place(self, scopes: Sequence[tuple[str, int]], member: str, ttl_s: float) -> tuple[int, int] | None:

@@ -88,6 +88,9 @@ class MemoryStore:
     async def save_vectors(self, items: Sequence[tuple[str, bytes]], ttl_s: float) -> None:
         return None
 
+    async def claim_vectors(self, keys: Sequence[str], owner: str, ttl_s: float) -> list[bool]:
+        return [True] * len(keys)
+
     async def hold(self, entries: Sequence[str], held: bool) -> None:
         return None
 

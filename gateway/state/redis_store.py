@@ -20,7 +20,9 @@ Keys (all under one hash tag, so a Redis Cluster keeps them in one slot):
 
 * ``{prefix}:v:<key>`` — a tool text's vector shared by the replicas' search endpoints
   (:mod:`gateway.discovery.shared_vectors`: the key a SHA-256 of model and text, the value its
-  float32 row, ~1.5 kB), expiring 30 days after it was last stored or read.
+  float32 row, ~1.9 kB), expiring 30 days after it was last stored or read; ``{prefix}:vc:<key>``
+  — the replica embedding it now (``SET NX``, expiring after 30 s, deleted when the vector is
+  stored), so replicas starting together embed each text once.
 
 Channels: ``{prefix}:r:<replica>`` (messages for one replica) and ``{prefix}:all`` (for every
 replica; a replica ignores what it sent itself). ``PUBLISH`` answers how many subscribers got
@@ -109,6 +111,7 @@ class RedisStore:
         tag = self._tag = "{" + prefix + "}"
         self._session_key = tag + ":s:"
         self._vector_key = tag + ":v:"
+        self._claim_key = tag + ":vc:"
         self._all = tag + ":all"
         self._mine = tag + ":r:" + replica
         self._replica_channel = tag + ":r:"
@@ -263,7 +266,19 @@ class RedisStore:
             async with self.client.pipeline(transaction=False) as pipe:
                 for key, value in items:
                     pipe.set(self._vector_key + key, value, ex=max(1, round(ttl_s)))
+                pipe.delete(*(self._claim_key + key for key, _ in items))
                 await pipe.execute()
+
+    async def claim_vectors(self, keys: Sequence[str], owner: str, ttl_s: float) -> list[bool]:
+        if not keys:
+            return []
+        self.ops += 1
+        async with self._command():
+            async with self.client.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.set(self._claim_key + key, owner, nx=True, px=max(1, round(ttl_s * 1000)))
+                claimed = await pipe.execute()
+        return [bool(c) for c in claimed]
 
     # -- places under a shared cap ---------------------------------------------------------------------
     def _scope(self, scope: str) -> str:

@@ -6,6 +6,7 @@ local model, and the second embeds none of the tools the first did."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import secrets
@@ -129,9 +130,47 @@ async def test_a_store_that_is_down_costs_the_sharing_only(caplog: pytest.LogCap
                 assert np.array_equal(got, np.stack([encoder.vector("a"), encoder.vector("b")]))
     finally:
         await down.close()
-    assert _count("sv-down", "error") == errors + 4  # a read and a write, twice
+    assert _count("sv-down", "error") == errors + 6  # a read, a claim and a write, twice
     warned = [r for r in caplog.records if "shared tool vectors" in r.getMessage()]
     assert len(warned) == 1, [r.getMessage() for r in warned]  # at most once a minute
+
+
+class Slow(Counting):
+    """A Counting encoder that yields to the event loop while it works, so that two replicas'
+    calls interleave as two processes' would."""
+
+    async def embed(self, texts: list[str], stage: str, dimension: int | None = None) -> Any:
+        for _ in range(20):
+            await asyncio.sleep(0)
+        return await super().embed(texts, stage, dimension)
+
+
+async def test_replicas_starting_together_embed_each_text_once(stores: Any) -> None:
+    a, b = stores
+    first, second = Slow(), Slow()
+    one = SharedVectors(first, a, "space-1", "sv-claim")
+    two = SharedVectors(second, b, "space-1", "sv-claim")
+    texts = [f"tool number {i}" for i in range(40)]
+
+    async def sync(replica: SharedVectors) -> Any:  # batch after batch, as Semantic.sync sends them
+        return np.concatenate([await replica.embed(texts[k:k + 8], "index") for k in range(0, 40, 8)])
+
+    got = await asyncio.gather(sync(one), sync(two))
+    expected = np.stack([first.vector(t) for t in texts])
+    assert np.array_equal(got[0], expected) and np.array_equal(got[1], expected)
+    embedded = [t for enc in (first, second) for _, asked in enc.asked for t in asked]
+    assert sorted(embedded) == sorted(texts)  # every text embedded once, by one replica or the other
+
+
+async def test_a_claim_whose_replica_died_is_waited_for_at_most_claim_ttl_s(stores: Any) -> None:
+    a, b = stores
+    encoder = Counting()
+    shared = SharedVectors(encoder, a, "space-1", "sv-ghost", claim_ttl_s=0.3)
+    assert await b.claim_vectors([shared.key("orphan")], "ghost", 60) == [True]  # a replica that died
+    got = await shared.embed(["orphan", "fresh"], "index")
+    assert encoder.asked == [("index", ["fresh"]), ("index", ["orphan"])]  # its own first, then the orphan
+    assert np.array_equal(got, np.stack([encoder.vector("orphan"), encoder.vector("fresh")]))
+    assert await a.load_vectors([shared.key("orphan")], 60) != [None]
 
 
 # -- two gateways sharing Redis -----------------------------------------------------------------------
