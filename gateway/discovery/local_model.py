@@ -28,7 +28,8 @@ Contract:
   tools, or a reload, do not embed them again. ``cache_dir`` (optional): tool vectors are also
   kept on disk in ``minilm-<model hash>.sqlite3`` there, keyed by the SHA-256 of the text, so a
   restart (or another replica sharing the folder) embeds only texts it has never seen. Only
-  ``index`` calls read and write it; queries never.
+  ``index`` calls read and write it; queries never. A folder that cannot be used (not writable, not
+  a folder) is a WARNING and the model runs without it.
 """
 
 from __future__ import annotations
@@ -201,11 +202,15 @@ class LocalEncoder:
                 directory = model_dir(self.path)
                 verify(directory)
                 model = MiniLM(directory)
-                if self.cache_dir is not None:
-                    self._cache = _DiskCache(self.cache_dir, PINNED["model.safetensors"], model.dimension)
-            except (ModelMissing, ModelIntegrityError, ModelError, OSError, sqlite3.Error) as exc:
+            except (ModelMissing, ModelIntegrityError, ModelError, OSError) as exc:
                 self._error = EmbeddingsError("model", str(exc))
                 raise self._error from None
+            if self.cache_dir is not None:
+                try:
+                    self._cache = _DiskCache(self.cache_dir, PINNED["model.safetensors"], model.dimension)
+                except (OSError, sqlite3.Error) as exc:  # a cache saves work; the model runs without it
+                    log.warning("the vector cache folder %s cannot be used (%s: %s); tool vectors are kept in "
+                                "memory only", self.cache_dir, type(exc).__name__, exc)
             self._model = model
             log.info("local embedding model %s loaded from %s", _MODEL, directory)
             return model

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -47,9 +48,12 @@ if TYPE_CHECKING:
     # path and cache folder resolved), or None: lexical alone.
     Wanted = EmbeddingsConfig | tuple[str, LocalModelConfig, str | None, str | None] | None
 
-__all__ = ["EndpointSearch", "FiltersSource"]
+__all__ = ["EndpointSearch", "FiltersSource", "VECTOR_CACHE_ENV"]
 
 log = logging.getLogger("gateway.endpoints.search")
+# The tool vectors' disk cache folder when search.local.cache_dir is not set (the container image
+# sets it to its writable data volume, so a restarted container does not embed its catalog again).
+VECTOR_CACHE_ENV = "MCP_GATEWAY_VECTOR_CACHE_DIR"
 _UNSET = object()
 _said_not_installed = False  # the INFO of `auto` without the model: once per process
 
@@ -111,7 +115,8 @@ class EndpointSearch:
                 _auto_without_model(self.view.config.name)
                 return None
         base = getattr(getattr(self.chain, "config", None), "base_dir", ".")  # the gateway's config folder
-        return ("local", local, _local_path(local.path, base), _local_path(local.cache_dir, base))
+        cache_dir = _local_path(local.cache_dir, base) or os.environ.get(VECTOR_CACHE_ENV) or None
+        return ("local", local, _local_path(local.path, base), cache_dir)
 
     async def _ready(self) -> CatalogSearch:
         async with self._lock:

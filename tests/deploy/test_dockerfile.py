@@ -42,6 +42,8 @@ def test_multi_stage_non_root_pinned_with_healthcheck():
     users = re.findall(r"^USER\s+(\S+)", text, re.M)
     assert users and users[-1].split(":")[0] not in ("root", "0")
     assert re.search(r"^HEALTHCHECK .*", text, re.M) and "/healthz" in text
+    # Tool vectors are kept on the writable data volume (a restarted container does not embed again).
+    assert re.search(r"MCP_GATEWAY_VECTOR_CACHE_DIR=/var/lib/mcp-gateway/vectors", stages(text)["gateway"])
     # Only what the image needs is sent as build context.
     assert (ROOT / "deploy" / "Dockerfile.dockerignore").exists()
 

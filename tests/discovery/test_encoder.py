@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import math
 import shutil
 import struct
@@ -203,6 +204,20 @@ async def test_the_local_encoder_keeps_the_embeddings_contract(tmp_path: Path) -
         assert again.cached == 1 and float(rows2[0] @ rows[1]) >= 0.99999
     finally:
         again.shutdown()
+
+
+async def test_a_cache_folder_that_cannot_be_used_leaves_the_model_running(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    encoder = LocalEncoder(cache_dir=tmp_path / "a-file" / "vectors")
+    try:
+        with caplog.at_level(logging.WARNING, logger="gateway.discovery.local_model"):
+            rows = await encoder.embed([ROWS[0]["text"]], "index")
+        assert float(rows[0] @ _vector(ROWS[0])) >= 0.9999 and encoder.cached == 0
+        warned = [r.getMessage() for r in caplog.records if "cannot be used" in r.getMessage()]
+        assert len(warned) == 1 and "a-file" in warned[0] and "memory only" in warned[0]
+    finally:
+        encoder.shutdown()
 
 
 def test_one_encoder_per_model_and_cache_folder_in_a_process() -> None:

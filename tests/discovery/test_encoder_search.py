@@ -128,6 +128,16 @@ def test_auto_is_the_default_and_uses_the_installed_model() -> None:
     assert local[1].weight == 2 and local[2] == "/srv/gw/models/minilm" and local[3] == "/var/cache/v"
 
 
+def test_the_vector_cache_folder_defaults_to_the_environments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MCP_GATEWAY_VECTOR_CACHE_DIR (the container image sets it to its data volume) is the cache
+    folder of an endpoint that names none; one the config names wins."""
+    monkeypatch.setenv(endpoint_search.VECTOR_CACHE_ENV, "/var/lib/mcp-gateway/vectors")
+    assert _wanted("{semantic: auto}")[3] == "/var/lib/mcp-gateway/vectors"
+    assert _wanted("{local: {cache_dir: /var/cache/v}}")[3] == "/var/cache/v"
+    monkeypatch.delenv(endpoint_search.VECTOR_CACHE_ENV)
+    assert _wanted("{semantic: auto}")[3] is None
+
+
 def test_auto_without_the_model_is_lexical_and_says_how_to_install_it_once(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(local_model, "installed_model_dir", lambda: None)
