@@ -245,6 +245,23 @@ def overview() -> dict[str, Any]:
     lay.add(timeseries("Config reloads", [(
         f"sum by (result) (increase(mcp_gateway_config_reloads_total{{{SCOPE}}}[5m]))", "{{result}}")], "short",
         True), w=12)
+    lay.row("Tool search (discovery: search endpoints)")
+    lay.add(timeseries("find_tools ranked lexically alone, by reason", [(
+        f"sum by (reason) (rate(mcp_gateway_search_lexical_fallbacks_total{{{SCOPE}}}[{RI}]))", "{{reason}}")],
+        "ops", True,
+        "Calls of an endpoint with semantic ranking that got the lexical ranking only. not_indexed: its "
+        "tool vectors are being made (after a start or a catalog change); timeout: the local model was "
+        "busy; model: it cannot run; the others: the embeddings URL failed or its breaker is open."), w=8)
+    lay.add(timeseries("Tool vectors by source", [(
+        f"sum by (outcome) (rate(mcp_gateway_search_shared_vectors_total{{{SCOPE}}}[{RI}]))", "{{outcome}}")],
+        "ops", True,
+        "With a shared state store: tool texts whose vector one replica read from Redis (hit) or embedded "
+        "and stored (miss); invalid and error say the store's values or round trips failed."), w=8)
+    lay.add(timeseries("Embeddings URL requests by outcome", [(
+        f"sum by (stage, outcome) (rate(mcp_gateway_embedding_requests_total{{{SCOPE}}}[{RI}]))",
+        "{{stage}} {{outcome}}")], "reqps", True,
+        "Requests to search.embeddings URLs: query (one per find_tools not in the query cache) and index "
+        "(batches of tool texts)."), w=8)
     lay.row("Audit pipeline")
     lay.add(timeseries("Audit queue depth", [(f"sum(mcp_gateway_audit_queue_depth{{{SCOPE}}})", "queued")]), w=8)
     lay.add(timeseries("Audit events written", [(

@@ -29,8 +29,13 @@ TARGET_LABELS = {"cluster", "namespace", "job", "instance", "pod"}
 # Counters with labels not in this scrape. The rare-event counters (reconnects, refusals, Redis
 # errors and breaker trips, reloads) are exported at 0 for what the gateway knows from its start
 # (gateway/telemetry/known.py), so the queries read them before anything has gone wrong (issue 27,
-# finding 9b); audit writes are exported when the audit is on, and this config has it off.
-BORN_ON_FIRST_EVENT = {"mcp_gateway_audit_events_written_total": metrics.AUDIT_EVENTS_WRITTEN}
+# finding 9b); audit writes are exported when the audit is on, and this config has it off; tool
+# search's counters exist only for search endpoints with semantic ranking, and this config has none
+# (tests/discovery/test_embeddings.py, test_encoder_search.py, test_shared_vectors.py count them).
+BORN_ON_FIRST_EVENT = {"mcp_gateway_audit_events_written_total": metrics.AUDIT_EVENTS_WRITTEN,
+                       "mcp_gateway_search_lexical_fallbacks_total": metrics.SEARCH_LEXICAL_FALLBACKS,
+                       "mcp_gateway_search_shared_vectors_total": metrics.SEARCH_SHARED_VECTORS,
+                       "mcp_gateway_embedding_requests_total": metrics.EMBEDDING_REQUESTS}
 
 
 def used_labels(expr: str) -> tuple[list[tuple[str, set[str]]], set[str]]:
