@@ -250,8 +250,9 @@ def overview() -> dict[str, Any]:
         f"sum by (reason) (rate(mcp_gateway_search_lexical_fallbacks_total{{{SCOPE}}}[{RI}]))", "{{reason}}")],
         "ops", True,
         "Calls of an endpoint with semantic ranking that got the lexical ranking only. not_indexed: its "
-        "tool vectors are being made (after a start or a catalog change); timeout: the local model was "
-        "busy; model: it cannot run; the others: the embeddings URL failed or its breaker is open."), w=8)
+        "tool vectors are being made (after a start or a catalog change); timeout, busy: the local model "
+        "was busy with an index batch, or more queries were queued for it than it encodes in queue_s; "
+        "model: it cannot run; the others: the embeddings URL failed or its breaker is open."), w=8)
     lay.add(timeseries("Tool vectors by source", [(
         f"sum by (outcome) (rate(mcp_gateway_search_shared_vectors_total{{{SCOPE}}}[{RI}]))", "{{outcome}}")],
         "ops", True,

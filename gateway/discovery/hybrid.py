@@ -24,7 +24,8 @@ Contract:
   ``timeout_s`` for nothing.
 * With the local model (``local=True``) there is no key and no breaker: a query waits at most
   ``timeout_s`` for its vector (the model may be busy with another endpoint's batch; reason
-  ``timeout``), and a model that cannot be loaded (missing, refused: reason ``model``) is logged as
+  ``timeout``); one that would wait longer than ``queue_s`` behind the queries already queued for
+  the model (a burst beyond what one core encodes) is not queued at all (reason ``busy``); a model that cannot be loaded (missing, refused: reason ``model``) is logged as
   an ERROR once and never asked again by this endpoint: it ranks lexically.
 * The URL's breaker counts failures in a row of either stage, and only an answered *query* ends the row:
   a batch that succeeds says nothing about whether queries are answered within ``timeout_s`` (a
@@ -154,6 +155,7 @@ class Semantic:
         self._clock = clock
         self.endpoint = endpoint
         self.local = encoder is not None
+        self._local = encoder  # the local model itself (self.client may wrap it: shared_vectors.py)
         self.no_key = False
         self.broken = False  # the local model cannot run: this endpoint ranks lexically for good
         self.client: Encoder
@@ -288,6 +290,10 @@ class Semantic:
             return cached
         if not self._allow():
             self._fallback("breaker_open")
+            return None
+        queue_wait = getattr(self._local, "queue_wait_s", None)
+        if queue_wait is not None and queue_wait() > cast("LocalModelConfig", self.config).queue_s:
+            self._fallback("busy")  # a burst beyond what the model encodes: answered now, lexically
             return None
         try:
             if self.local:  # the model may be busy with a batch (another endpoint's): wait so long only

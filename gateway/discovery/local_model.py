@@ -41,6 +41,7 @@ import importlib.util
 import logging
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -170,6 +171,8 @@ class LocalEncoder:
         self._error: EmbeddingsError | None = None  # a failed load is final for this instance
         self._lock = threading.Lock()
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="minilm")
+        self.queries_queued = 0  # query calls submitted and not yet answered (read on the event loop)
+        self._query_s = 0.0  # a query's recent encode time (seconds, a moving average; 0: none yet)
 
     def __repr__(self) -> str:
         return f"LocalEncoder(path={self.path!r}, cache_dir={self.cache_dir!r})"
@@ -215,10 +218,21 @@ class LocalEncoder:
             log.info("local embedding model %s loaded from %s", _MODEL, directory)
             return model
 
+    def queue_wait_s(self) -> float:
+        """How long a query submitted now would wait behind the queries already queued (their
+        count times a query's recent encode time). Index calls are not counted: a caller bounds
+        its wait behind those with its own timeout."""
+        return self.queries_queued * self._query_s
+
     async def embed(self, texts: list[str], stage: str, dimension: int | None = None) -> Matrix:
         """The normalised vectors of *texts* (``stage``: ``query`` or ``index``)."""
         loop = asyncio.get_running_loop()
-        matrix: Matrix = await loop.run_in_executor(self._pool, self._embed, list(texts), stage)
+        query = stage != "index"
+        self.queries_queued += query
+        try:
+            matrix: Matrix = await loop.run_in_executor(self._pool, self._embed, list(texts), stage)
+        finally:
+            self.queries_queued -= query
         if dimension is not None and matrix.shape[1] != dimension:
             raise EmbeddingsError("dimensions", f"vectors of {matrix.shape[1]} dimensions, expected {dimension}")
         return matrix
@@ -237,7 +251,11 @@ class LocalEncoder:
         model = self.load()
         self.requests += 1
         if stage != "index":
-            return self._encode(model, texts)
+            started = time.perf_counter()
+            rows = self._encode(model, texts)
+            took = time.perf_counter() - started
+            self._query_s = took if not self._query_s else 0.8 * self._query_s + 0.2 * took
+            return rows
         out = np.zeros((len(texts), model.dimension), dtype=np.float32)
         todo = []
         for i, text in enumerate(texts):

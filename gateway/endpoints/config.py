@@ -127,6 +127,10 @@ class LocalModelConfig(Model):
     cache_dir: str | None = None  # tool vectors also kept on disk here (by model and text hash); default: none
     batch: int = Field(8, ge=1, le=256)  # tool texts per call to the model: a query waits behind one at most
     timeout_s: float = Field(2.0, gt=0, le=60)  # one find_tools waits at most this for its query's vector
+    # A query whose vector would wait longer than this behind the queries already queued for the
+    # model (their count times a query's recent encode time) is ranked lexically at once (reason
+    # busy): a burst of find_tools beyond what one core encodes is answered, not queued for seconds.
+    queue_s: float = Field(0.25, gt=0, le=60)
     weight: float = Field(1.0, gt=0, le=10)  # the embedding ranking's weight in the fusion; lexical is 1
     min_similarity: float = Field(0.0, ge=-1, le=1)  # cosine below which a tool is not a semantic match
     query_cache: int = Field(256, ge=0, le=100_000)  # query vectors kept (LRU); 0: none

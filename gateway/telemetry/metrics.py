@@ -273,7 +273,7 @@ EMBEDDING_REQUESTS = Counter(
 SEARCH_LEXICAL_FALLBACKS = Counter(
     "search_lexical_fallbacks", "find_tools calls of an endpoint with hybrid ranking that were ranked lexically "
     "alone, by endpoint and reason (a failed request's outcome, breaker_open, no_key, not_indexed; the local "
-    "model: timeout, model).",
+    "model: timeout, busy, model).",
     ("endpoint", "reason"), namespace=NAMESPACE, registry=REGISTRY)
 SEARCH_SHARED_VECTORS = Counter(
     "search_shared_vectors", "Tool texts of a search endpoint's index calls by where their vector came from, with a "

@@ -78,6 +78,23 @@ async def test_a_model_that_cannot_run_leaves_the_endpoint_lexical(tmp_path: Pat
         broken.shutdown()
 
 
+async def test_a_burst_beyond_what_the_model_encodes_in_queue_s_is_ranked_lexically_at_once() -> None:
+    """60 find_tools at once: the first few are queued for the model (as many as it encodes in
+    queue_s at its recent pace), the rest are answered lexically at once (reason busy), none waits
+    for timeout_s; the queue count returns to 0."""
+    search = await _search("loc-burst", queue_s=0.05)
+    semantic = search.semantic
+    assert semantic is not None
+    encoder = local_model.shared()
+    assert await semantic.query("warm the pace up") is not None and encoder.queue_wait_s() == 0.0
+    before = _fallbacks("loc-burst", "busy")
+    got = await asyncio.gather(*(semantic.query(f"find tool number {i} for me") for i in range(60)))
+    vectors = [v for v in got if v is not None]
+    busy = _fallbacks("loc-burst", "busy") - before
+    assert vectors and busy and len(vectors) + busy == 60, (len(vectors), busy)
+    assert encoder.queries_queued == 0 and _fallbacks("loc-burst", "timeout") == 0
+
+
 async def test_a_query_waits_for_a_busy_model_no_longer_than_timeout_s() -> None:
     search = await _search("loc-busy", timeout_s=0.05)
     encoder = search.semantic.client if search.semantic is not None else None
