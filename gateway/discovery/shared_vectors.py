@@ -3,10 +3,11 @@
 Every replica of a search endpoint embeds the same tool texts. Without sharing, each one pays for
 them: with the local model ~86 s of CPU for 6,115 tools (``bench/discovery.py --semantic``), during
 which its ``find_tools`` ranks lexically; with an embeddings URL, the provider's bill once per
-replica and rollout. Reading them back takes 0.7 s. :class:`SharedVectors` wraps an endpoint's encoder (the local model or a URL's client,
-the contract of :meth:`~gateway.discovery.embeddings.EmbeddingsClient.embed`) so that an *index*
-text's vector is looked up in the shared store first and stored there once made: the first
-replica embeds, the others (and every later rollout whose tool texts did not change) read.
+replica and rollout. Reading them back takes 0.7 s. :class:`SharedVectors` wraps an endpoint's
+encoder (the local model or a URL's client, the contract of
+:meth:`~gateway.discovery.embeddings.EmbeddingsClient.embed`) so that an *index* text's vector is
+looked up in the shared store first and stored there once made: the first replica embeds, the
+others (and every later rollout whose tool texts did not change) read.
 
 Contract:
 
