@@ -25,7 +25,8 @@ Contract:
 * With the local model (``local=True``) there is no key and no breaker: a query waits at most
   ``timeout_s`` for its vector (the model may be busy with another endpoint's batch; reason
   ``timeout``); one that would wait longer than ``queue_s`` behind the queries already queued for
-  the model (a burst beyond what one core encodes) is not queued at all (reason ``busy``); a model that cannot be loaded (missing, refused: reason ``model``) is logged as
+  the model (a burst beyond what one core encodes) is not queued at all (reason ``busy``); a model
+  that cannot be loaded (missing, refused: reason ``model``) is logged as
   an ERROR once and never asked again by this endpoint: it ranks lexically.
 * The URL's breaker counts failures in a row of either stage, and only an answered *query* ends the row:
   a batch that succeeds says nothing about whether queries are answered within ``timeout_s`` (a
@@ -154,7 +155,6 @@ class Semantic:
         self.config = config
         self._clock = clock
         self.endpoint = endpoint
-        self.local = encoder is not None
         self._local = encoder  # the local model itself (self.client may wrap it: shared_vectors.py)
         self.no_key = False
         self.broken = False  # the local model cannot run: this endpoint ranks lexically for good
@@ -182,6 +182,11 @@ class Semantic:
         self.complete_for: object = None  # the prints the last sync embedded entirely
         self._warned_at = float("-inf")
         self._unlogged = 0
+
+    @property
+    def local(self) -> bool:
+        """Whether the vectors come from the local model (else from an embeddings URL)."""
+        return self._local is not None
 
     async def close(self) -> None:
         await self.client.close()

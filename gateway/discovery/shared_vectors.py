@@ -77,7 +77,6 @@ class SharedVectors:
     def __repr__(self) -> str:
         return f"SharedVectors({self.inner!r}, space={self.space!r})"
 
-
     async def close(self) -> None:
         await self.inner.close()
 
